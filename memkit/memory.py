@@ -1,0 +1,236 @@
+"""The ``Memory`` facade: wires the episodic buffer, the extractor, the conflict policy and the fact store.
+
+``observe`` is the write path, ``context`` the read path. No pipeline logic lives here beyond the order
+of the calls and the token budget of the assembled context.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Sequence
+
+from . import reconcile, tokens, validate
+from .config import Settings
+from .episodic import EpisodicBuffer, SessionStore
+from .errors import ExtractionError, IsolationError, StoreUnavailable
+from .extract import Extractor, LLMExtractor
+from .facts import DEFAULT_FLOOR, FactStore
+from .rules import RuleExtractor
+from .summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
+from .types import Candidate, Context, Event, EventKind, Hit, Part, Turn
+
+Retriever = Callable[[str], Sequence[str]]
+
+
+def newest_per_key(hits: Sequence[Hit]) -> list[Hit]:
+    """Keep one hit per key, the newest (how the append policy resolves conflicts at read time)."""
+    best: dict[str, Hit] = {}
+    loose = []
+    for h in hits:
+        k = h.fact.key
+        if k is None:
+            loose.append(h)
+        elif k not in best or h.fact.valid_from > best[k].fact.valid_from:
+            best[k] = h
+    return sorted(list(best.values()) + loose, key=lambda h: -h.score)
+
+
+class Memory:
+    """Two-layer memory for agents. ``Memory()`` is the offline default: MiniLM, rules, keyed upserts, in memory."""
+
+    def __init__(self, store: FactStore | None = None, extractor: Extractor | None = None,
+                 summarizer: Summarizer | None = None, policy: str = "keyed", chat_model: Any = None,
+                 sessions: SessionStore | None = None, window_tokens: int = 600, summary_tokens: int = 200,
+                 k: int = 5, min_score: float = DEFAULT_FLOOR, retriever: Retriever | None = None,
+                 document_share: float = 0.25, pin_importance: float | None = 0.8) -> None:
+        if policy not in reconcile.POLICIES:
+            raise ValueError(f"unknown policy {policy!r}; choose one of {reconcile.POLICIES}")
+        self.store = store or FactStore.ephemeral()
+        self.extractor = extractor or RuleExtractor()
+        self.summarizer = summarizer or ExtractiveSummarizer()
+        self.policy = policy
+        self.chat_model = chat_model
+        self.sessions_store = sessions
+        self.window_tokens, self.summary_tokens = window_tokens, summary_tokens
+        self.k, self.min_score = k, min_score
+        self.retriever, self.document_share = retriever, document_share
+        self.pin_importance = pin_importance
+        self.sessions: dict[str, EpisodicBuffer] = {}
+        self.pending: list[tuple[str, list[Candidate]]] = []
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memkit")
+
+    @classmethod
+    def from_settings(cls, settings: Settings | None = None, store: FactStore | None = None, **kwargs: Any) -> "Memory":
+        """Offline when nothing is configured; with ``MEMKIT_LLM_*`` the LLM extractor and summarizer."""
+        settings = settings or Settings.from_env()
+        model = settings.chat_model()
+        if model is not None:
+            kwargs.setdefault("extractor", LLMExtractor(model))
+            kwargs.setdefault("summarizer", LLMSummarizer(model))
+        return cls(store=store or FactStore.ephemeral(settings.embedder()), chat_model=model, **kwargs)
+
+    # ---- episodic ----------------------------------------------------------------------------
+    def session(self, user_id: str, session_id: str) -> EpisodicBuffer:
+        """The session's buffer: open, resumed from the session store, or new."""
+        validate.user_id(user_id)
+        validate.session_id(session_id)
+        buf = self.sessions.get(session_id)
+        if buf is None and self.sessions_store is not None:
+            buf = EpisodicBuffer.resume(self.sessions_store, session_id, window_tokens=self.window_tokens,
+                                        summary_tokens=self.summary_tokens, summarizer=self.summarizer)
+        if buf is None:
+            buf = EpisodicBuffer(session_id, user_id, self.window_tokens, self.summary_tokens,
+                                 self.summarizer, self.sessions_store)
+        if buf.user_id != user_id:
+            raise IsolationError(f"session {session_id!r} belongs to another user")
+        self.sessions[session_id] = buf
+        return buf
+
+    def end_session(self, user_id: str, session_id: str, keep: bool = False) -> None:
+        """Close a session: kept in the session store to resume later, or discarded."""
+        buf = self.session(user_id, session_id)
+        if not keep:
+            buf.discard()
+        self.sessions.pop(session_id, None)
+
+    # ---- write path --------------------------------------------------------------------------
+    def observe(self, user_id: str, session_id: str, role: str, content: str,
+                turn_id: str | None = None, time: float | None = None) -> list[Event]:
+        """Record a turn; for user turns, extract durable facts and apply the conflict policy. Returns the events."""
+        turn = self.session(user_id, session_id).append(role, content, turn_id, time)
+        if role != "user":
+            return []
+        try:
+            cands = self.extractor.extract(turn.content, (turn.id,))
+        except ExtractionError as e:
+            event = Event(EventKind.ERROR, user_id, reason=str(e), source=(turn.id,), time=turn.time)
+            self._record(user_id, [event])
+            return [event]
+        return self.write(user_id, cands, turn.time)
+
+    def write(self, user_id: str, cands: Sequence[Candidate], time: float | None = None) -> list[Event]:
+        """Plan and apply ``cands`` under the policy; if the store is down they wait in ``pending``."""
+        if not cands:
+            return []
+        try:
+            events = reconcile.plan(self.policy, self.store, user_id, cands, time, model=self.chat_model)
+        except ExtractionError as e:
+            event = Event(EventKind.ERROR, user_id, reason=str(e), source=cands[0].source)
+            self._record(user_id, [event])
+            return [event]
+        except StoreUnavailable:
+            self.pending.append((user_id, list(cands)))
+            raise
+        try:
+            reconcile.apply(self.store, user_id, events)
+        except StoreUnavailable:
+            self.pending.append((user_id, list(cands)))
+            raise
+        return events
+
+    def flush(self) -> list[Event]:
+        """Retry the writes that waited for an unreachable store."""
+        waiting, self.pending = self.pending, []
+        events: list[Event] = []
+        for i, (user_id, cands) in enumerate(waiting):
+            try:
+                events += self.write(user_id, cands)
+            except StoreUnavailable:
+                self.pending += waiting[i + 1:]
+                raise
+        return events
+
+    def _record(self, user_id: str, events: list[Event]) -> None:
+        try:
+            self.store.record(user_id, events)
+        except StoreUnavailable:
+            pass  # the event is still returned to the caller
+
+    # ---- read path ---------------------------------------------------------------------------
+    def search(self, user_id: str, query: str, k: int | None = None, min_score: float | None = None) -> list[Hit]:
+        """Relevant current facts of ``user_id``, one per key: the top ``k`` above the floor, then the pinned ones.
+
+        Pinned facts (importance >= ``pin_importance``: name, units, constraints) are the user's core
+        profile, read at session start whatever the query; they rank after the similar facts and carry
+        ``similarity`` as measured, so the account shows which got in by similarity and which by pinning.
+        """
+        hits = newest_per_key(self.store.search(user_id, query, k=(k or self.k) * 2,
+                                                min_score=self.min_score if min_score is None else min_score))
+        hits = hits[: k or self.k]
+        if self.pin_importance is None:
+            return hits
+        have = {h.fact.id for h in hits} | {h.fact.key for h in hits if h.fact.key}
+        pinned = [f for f in self.store.get(user_id, where={"importance": {"$gte": self.pin_importance}})
+                  if f.id not in have and f.key not in have]
+        return hits + newest_per_key([Hit(f, 0.0, 0.0, why="pinned") for f in pinned])
+
+    def context(self, user_id: str, session_id: str, query: str, budget: int = 1200) -> Context:
+        """Facts, summary, newest turns (and documents) for ``query``, within ``budget`` tokens, with an account."""
+        buf = self.session(user_id, session_id)
+        facts_future = self._pool.submit(self.search, user_id, query)
+        docs_future = self._pool.submit(self.retriever, query) if self.retriever else None
+        summary, window = buf.summary, list(buf.window)  # the episodic read
+        hits = facts_future.result()
+        doc_budget = int(budget * self.document_share) if docs_future else 0
+        left = budget - doc_budget
+        parts: list[Part] = []
+
+        lines, items = [], []
+        for h in hits:
+            line = f"- {h.fact.text}"
+            if tokens.count("\n".join(lines + [line])) > left:
+                break
+            lines.append(line)
+            items.append({"id": h.fact.id, "text": h.fact.text, "similarity": round(h.similarity, 3),
+                          "score": round(h.score, 3), "why": h.why,
+                          "source": list(h.fact.source)})
+        facts_text = "\n".join(lines)
+        parts.append(Part("facts", facts_text, tokens.count(facts_text), tuple(items)))
+        left -= parts[-1].tokens
+
+        newest = window[-1] if window else None
+        reserve = min(newest.tokens, left) if newest else 0  # the newest turn is never crowded out
+        summary_text = tokens.truncate(summary.text, max(left - reserve, 0)) if summary.text else ""
+        parts.append(Part("summary", summary_text, tokens.count(summary_text),
+                          tuple({"turn_id": t} for t in summary.turn_ids)))
+        left -= parts[-1].tokens
+
+        chosen: list[Turn] = []
+        for t in reversed(window):
+            if t.tokens > left and chosen:
+                break
+            chosen.insert(0, t if t.tokens <= left else Turn(t.id, t.session_id, t.user_id, t.role,
+                                                                 tokens.truncate(t.content, max(left, 0)), left, t.time))
+            left -= chosen[0].tokens
+        parts.append(Part("turns", "\n".join(f"{t.role}: {t.content}" for t in chosen), sum(t.tokens for t in chosen),
+                          tuple({"turn_id": t.id, "role": t.role, "tokens": t.tokens} for t in chosen)))
+
+        doc_lines: list[str] = []
+        if docs_future:
+            for d in docs_future.result():
+                if tokens.count("\n".join(doc_lines + [d])) > doc_budget:
+                    break
+                doc_lines.append(d)
+            doc_text = "\n".join(doc_lines)
+            parts.append(Part("documents", doc_text, tokens.count(doc_text), tuple({"text": d} for d in doc_lines)))
+
+        messages: list[dict[str, str]] = []
+        if facts_text:
+            messages.append({"role": "system", "content": "What you know about the user:\n" + facts_text})
+        if summary_text:
+            messages.append({"role": "system", "content": "Summary of earlier turns in this session:\n" + summary_text})
+        if doc_lines:
+            messages.append({"role": "system", "content": "Reference documents (not facts about the user):\n"
+                             + "\n".join(doc_lines)})
+        messages += [{"role": t.role, "content": t.content} for t in chosen]
+        return Context(tuple(messages), tuple(parts), budget, tuple(t.id for t in chosen) + summary.turn_ids,
+                       tuple(i["id"] for i in items))
+
+    def profile(self, user_id: str) -> str:
+        """The user's current facts as a compact block."""
+        facts = sorted(self.store.get(user_id), key=lambda f: (f.key or "~", f.created_at))
+        return "User profile:\n" + "\n".join(f"- {f.text}" for f in facts) if facts else "User profile: (empty)"
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False)
+        self.store.close()

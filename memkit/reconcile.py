@@ -1,0 +1,190 @@
+"""Conflict policies: ``plan`` turns candidate facts into explicit events; ``apply`` writes them and their history.
+
+Plan first, apply second, so a caller can show a plan without applying it (DESIGN §4).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Sequence
+
+from .errors import ExtractionError
+from .facts import FactStore
+from .llm import ChatModel, parse_json
+from .types import Candidate, Event, EventKind, Fact, new_id, now
+
+POLICIES = ("similarity", "keyed", "llm", "append", "temporal")
+SIMILARITY_THRESHOLD = 0.85
+DUPLICATE_THRESHOLD = 0.95
+
+RECONCILE_PROMPT = """You manage a user's long-term memory. You get the existing facts (with integer ids)
+and new facts. For each new fact decide one event:
+ADD (new information), UPDATE (it changes an existing fact: give that id and the new text),
+DELETE (it says an existing fact is no longer true: give that id), NONE (already known).
+Only use ids from the existing list. Answer with JSON only:
+{"memory": [{"new": int, "event": "ADD"|"UPDATE"|"DELETE"|"NONE", "id": int|null, "text": str}]}"""
+
+
+def to_fact(user_id: str, c: Candidate, t: float | None = None) -> Fact:
+    """A new fact for ``user_id`` from an extractor's candidate."""
+    t = now() if t is None else t
+    return Fact(id=new_id("f"), user_id=user_id, text=c.text, kind=c.kind, key=c.key, value=c.value,
+                importance=c.importance, source=c.source, created_at=t, valid_from=t)
+
+
+def _same_value(a: Fact, c: Candidate) -> bool:
+    return (a.value or a.text).strip().lower() == (c.value or c.text).strip().lower()
+
+
+def _nearest(store: FactStore, user_id: str, text: str) -> tuple[Fact | None, float]:
+    hits = store.search(user_id, text, k=1, min_score=-1.0, weights=(1.0, 0.0))
+    return (hits[0].fact, hits[0].similarity) if hits else (None, -1.0)
+
+
+def _changed(old: Fact, c: Candidate, t: float) -> Fact:
+    return old.evolve(text=c.text, key=c.key or old.key, value=c.value, kind=c.kind,
+                      importance=max(old.importance, c.importance), source=tuple(dict.fromkeys(old.source + c.source)),
+                      valid_from=t)
+
+
+def plan_similarity(store: FactStore, user_id: str, cands: Sequence[Candidate], t: float,
+                    threshold: float = SIMILARITY_THRESHOLD, **_: Any) -> list[Event]:
+    """The seeds' rule: nearest fact above ``threshold`` is overwritten, else the candidate is added."""
+    events = []
+    for c in cands:
+        old, sim = _nearest(store, user_id, c.text)
+        if old is not None and old.text == c.text:
+            events.append(Event(EventKind.NOOP, user_id, old.id, old, old, f"same text (sim {sim:.2f})", c.source, t))
+        elif old is not None and sim >= threshold:
+            events.append(Event(EventKind.UPDATE, user_id, old.id, old, _changed(old, c, t), f"sim {sim:.2f} >= {threshold}", c.source, t))
+        else:
+            f = to_fact(user_id, c, t)
+            events.append(Event(EventKind.ADD, user_id, f.id, None, f, f"nearest sim {sim:.2f} < {threshold}", c.source, t))
+    return events
+
+
+def _keyed(store: FactStore, user_id: str, cands: Sequence[Candidate], t: float, supersede: bool) -> list[Event]:
+    events: list[Event] = []
+    for c in cands:
+        old = None
+        if c.key:
+            same = store.get(user_id, where={"key": c.key})
+            old = max(same, key=lambda f: f.valid_from) if same else None
+        if old is None:
+            near, sim = _nearest(store, user_id, c.text)
+            if near is not None and sim >= DUPLICATE_THRESHOLD and (not c.key or near.key in (None, c.key)):
+                events.append(Event(EventKind.NOOP, user_id, near.id, near, near, f"duplicate (sim {sim:.2f})", c.source, t))
+                continue
+            f = to_fact(user_id, c, t)
+            events.append(Event(EventKind.ADD, user_id, f.id, None, f, f"new key {c.key}" if c.key else "no key", c.source, t))
+        elif _same_value(old, c):
+            events.append(Event(EventKind.NOOP, user_id, old.id, old, old, f"{c.key} already {c.value}", c.source, t))
+        elif supersede:
+            new = to_fact(user_id, c, t)
+            events.append(Event(EventKind.INVALIDATE, user_id, old.id, old,
+                                old.evolve(valid_to=t, superseded_by=new.id), f"{c.key}: {old.value} -> {c.value}", c.source, t))
+            events.append(Event(EventKind.ADD, user_id, new.id, None, new, f"supersedes {old.id}", c.source, t))
+        else:
+            events.append(Event(EventKind.UPDATE, user_id, old.id, old, _changed(old, c, t),
+                                f"{c.key}: {old.value} -> {c.value}", c.source, t))
+    return events
+
+
+def plan_keyed(store: FactStore, user_id: str, cands: Sequence[Candidate], t: float, **_: Any) -> list[Event]:
+    """Same ``key`` means same slot: a new value updates the fact in place (the old text stays in history)."""
+    return _keyed(store, user_id, cands, t, supersede=False)
+
+
+def plan_temporal(store: FactStore, user_id: str, cands: Sequence[Candidate], t: float, **_: Any) -> list[Event]:
+    """Same ``key``: the old fact gets ``valid_to`` and ``superseded_by`` and stays queryable "as of"; nothing is deleted."""
+    return _keyed(store, user_id, cands, t, supersede=True)
+
+
+def plan_append(store: FactStore, user_id: str, cands: Sequence[Candidate], t: float, **_: Any) -> list[Event]:
+    """Add-only: nothing is overwritten (exact repeats are NOOP); the newest fact of a key wins at read time."""
+    events = []
+    for c in cands:
+        dup = [f for f in store.get(user_id, where={"key": c.key})] if c.key else []
+        dup = [f for f in dup if f.text == c.text]
+        if dup:
+            events.append(Event(EventKind.NOOP, user_id, dup[0].id, dup[0], dup[0], "same text", c.source, t))
+        else:
+            f = to_fact(user_id, c, t)
+            events.append(Event(EventKind.ADD, user_id, f.id, None, f, "append", c.source, t))
+    return events
+
+
+def plan_llm(store: FactStore, user_id: str, cands: Sequence[Candidate], t: float,
+             model: ChatModel | None = None, **_: Any) -> list[Event]:
+    """The model decides ADD/UPDATE/DELETE/NONE per fact, seeing existing facts under small integer ids."""
+    if model is None:
+        raise ValueError("the llm policy needs a chat model: configure MEMKIT_LLM_* or pass model=")
+    existing: dict[str, Fact] = {}
+    for c in cands:
+        for h in store.search(user_id, c.text, k=5, min_score=-1.0, weights=(1.0, 0.0)):
+            existing.setdefault(h.fact.id, h.fact)
+    ids = list(existing)
+    payload = {"existing": [{"id": i, "text": existing[fid].text} for i, fid in enumerate(ids)],
+               "new": [{"new": j, "text": c.text} for j, c in enumerate(cands)]}
+    reply = model.complete([{"role": "system", "content": RECONCILE_PROMPT},
+                            {"role": "user", "content": json.dumps(payload, ensure_ascii=False)}], json_mode=True)
+    data = parse_json(reply)
+    items = data.get("memory") if isinstance(data, dict) else None
+    if not isinstance(items, list):
+        raise ExtractionError('expected {"memory": [...]}', reply)
+    events, seen = [], set()
+    for it in items:
+        try:
+            j, kind = int(it["new"]), str(it["event"]).upper()
+            c = cands[j]
+        except (KeyError, TypeError, ValueError, IndexError):
+            raise ExtractionError(f"bad memory item {it!r}", reply) from None
+        seen.add(j)
+        ref = it.get("id")
+        if kind in {"UPDATE", "DELETE", "NONE", "NOOP"} and ref is not None:
+            if not isinstance(ref, int) or not 0 <= ref < len(ids):
+                raise ExtractionError(f"the model named an id that was not offered: {ref!r}", reply)
+            old = existing[ids[ref]]
+        elif kind in {"UPDATE", "DELETE"}:
+            raise ExtractionError(f"{kind} without an id", reply)
+        else:
+            old = None
+        text = it.get("text") if isinstance(it.get("text"), str) and it.get("text").strip() else c.text
+        c2 = Candidate(text, c.kind, c.key, c.value, c.importance, c.negated, c.source)
+        if kind == "ADD":
+            f = to_fact(user_id, c2, t)
+            events.append(Event(EventKind.ADD, user_id, f.id, None, f, "llm: ADD", c.source, t))
+        elif kind == "UPDATE":
+            events.append(Event(EventKind.UPDATE, user_id, old.id, old, _changed(old, c2, t), "llm: UPDATE", c.source, t))
+        elif kind == "DELETE":
+            events.append(Event(EventKind.DELETE, user_id, old.id, old, None, "llm: DELETE", c.source, t))
+        elif kind in {"NONE", "NOOP"}:
+            events.append(Event(EventKind.NOOP, user_id, old.id if old else None, old, old, "llm: NONE", c.source, t))
+        else:
+            raise ExtractionError(f"unknown event {kind!r}", reply)
+    for j, c in enumerate(cands):  # a fact the model skipped is reported, not silently dropped
+        if j not in seen:
+            events.append(Event(EventKind.ERROR, user_id, None, None, None, f"llm gave no decision for: {c.text}", c.source, t))
+    return events
+
+
+PLANNERS: dict[str, Callable[..., list[Event]]] = {
+    "similarity": plan_similarity, "keyed": plan_keyed, "llm": plan_llm, "append": plan_append, "temporal": plan_temporal,
+}
+
+
+def plan(policy: str, store: FactStore, user_id: str, cands: Sequence[Candidate], t: float | None = None,
+         **options: Any) -> list[Event]:
+    """Events that ``policy`` would apply for ``cands``; nothing is written."""
+    if policy not in PLANNERS:
+        raise ValueError(f"unknown policy {policy!r}; choose one of {POLICIES}")
+    return PLANNERS[policy](store, user_id, list(cands), now() if t is None else t, **options)
+
+
+def apply(store: FactStore, user_id: str, events: Sequence[Event]) -> None:
+    """Write planned events to the store, then append them all to the user's history."""
+    upserts = [e.after for e in events if e.kind in (EventKind.ADD, EventKind.UPDATE, EventKind.INVALIDATE) and e.after]
+    deletes = [e.fact_id for e in events if e.kind == EventKind.DELETE and e.fact_id]
+    store.upsert(user_id, upserts)
+    store.delete(user_id, deletes)
+    store.record(user_id, events)

@@ -1,0 +1,232 @@
+"""The offline rule extractor: durable first-person facts in English and Chinese, with keys where one can be told.
+
+Honest heuristics, measured on the benchmark like any other backend. Each rule reads one sentence and
+yields ``Candidate``s with a ``key`` (``user.units``, ``user.language``, ``user.uses.docker`` ...) so the
+``keyed`` policy can tell a change of mind from a new fact. Questions, greetings and statements about
+today/yesterday yield nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, Iterator
+
+from .types import Candidate
+
+LANGUAGES = {"python": "Python", "go": "Go", "golang": "Go", "rust": "Rust", "java": "Java",
+             "javascript": "JavaScript", "typescript": "TypeScript", "c++": "C++", "c#": "C#",
+             "ruby": "Ruby", "kotlin": "Kotlin", "swift": "Swift", "scala": "Scala", "php": "PHP",
+             "elixir": "Elixir", "haskell": "Haskell", "julia": "Julia"}
+METRIC = ("metric", "kilomet", "kilogram", "celsius", " km", "公制", "公里", "摄氏")
+IMPERIAL = ("imperial", "mile", "pound", "fahrenheit", "feet", "英制", "英里", "华氏")
+ROLES = ("engineer", "developer", "scientist", "designer", "manager", "teacher", "student", "researcher",
+         "doctor", "nurse", "analyst", "architect", "writer", "lawyer", "consultant", "founder", "intern",
+         "programmer", "professor", "accountant", "chef", "photographer", "artist", "musician", "pilot")
+RELATIVES = ("sister", "brother", "mother", "father", "mom", "dad", "wife", "husband", "son", "daughter",
+             "partner", "friend", "boss", "manager", "cat", "dog", "grandmother", "grandfather", "cousin")
+EPHEMERAL = re.compile(r"\b(today|yesterday|tonight|this (morning|afternoon|evening)|right now|just now)\b|今天|昨天|刚才")
+EPHEMERAL_NOUNS = {"day", "morning", "evening", "week", "weekend", "head", "question", "point", "bad", "turn"}
+SENT_SPLIT = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])\s*|\n+")
+ROLE_ZH = ("工程师", "开发者", "程序员", "设计师", "经理", "老师", "学生", "研究员", "医生", "产品经理")
+NAME = r"([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,2})"
+
+Rule = Callable[[str, str], Iterator[Candidate]]
+RULES: list[Rule] = []
+
+
+def rule(fn: Rule) -> Rule:
+    RULES.append(fn)
+    return fn
+
+
+def slug(text: str) -> str:
+    words = re.findall(r"[\w+#]+", text.lower())
+    stop = {"a", "an", "the", "to", "of", "my", "our", "for", "and", "with", "in", "on", "at", "some", "more"}
+    return "_".join(w for w in words if w not in stop)[:40] or "x"
+
+
+def third_person(sentence: str) -> str:
+    """'I prefer metric units.' -> 'User prefers metric units.' (a light rewrite, not a parser)."""
+    s = sentence.strip().rstrip(".!。！")
+    subs = [(r"\bI am\b|\bI'm\b", "User is"), (r"\bI've\b", "User has"), (r"\bI'd\b", "User would"),
+            (r"\bI don't\b|\bI do not\b", "User does not"), (r"\bI can't\b|\bI cannot\b", "User cannot"),
+            (r"\bI\b", "User"), (r"\bmy\b|\bMy\b", "User's"), (r"\bme\b", "the user"),
+            (r"\bwe\b|\bWe\b", "User's team"), (r"\bour\b|\bOur\b", "User's team's")]
+    for pat, rep in subs:
+        s = re.sub(pat, rep, s)
+    s = re.sub(r"\b(User's team|User) (prefer|like|love|hate|use|work|live|want|need|have|enjoy|speak|drive|own|code)\b",
+               lambda m: f"{m.group(1)} {m.group(2)}" + ("" if m.group(2).endswith("s") else "s"), s)
+    s = re.sub(r"\bUser haves\b", "User has", s)
+    return s + "."
+
+
+def _negated(s: str) -> bool:
+    return bool(re.search(r"\b(don't|do not|never|no longer|can't|cannot|not allowed|stopped|avoid|hate|dislike)\b"
+                          r"|不用|不喜欢|不能|不再|讨厌", s, re.I))
+
+
+@rule
+def name(s: str, low: str) -> Iterator[Candidate]:
+    m = re.search(r"\b(?i:call me|my name is|my name's|i'm called|i am called|you can call me)\s+" + NAME, s)
+    if m:
+        n = m.group(1).strip()
+        yield Candidate(f"User's name is {n}.", key="user.name", value=n, importance=0.9)
+    m = re.search(r"(?:我叫|我的名字是|叫我)\s*([\u4e00-\u9fff]{2,4}|[A-Za-z][\w ]{1,30})", s)
+    if m:
+        n = re.sub(r"(吧|就行|就好|了)$", "", m.group(1).strip())
+        yield Candidate(f"User's name is {n}.", key="user.name", value=n, importance=0.9)
+
+
+@rule
+def role(s: str, low: str) -> Iterator[Candidate]:
+    m = re.search(r"\bi(?:'m| am| work as) (?:a|an) ((?:[\w-]+ ){0,3}(?:" + "|".join(ROLES) + r"))\b", low)
+    if m:
+        yield Candidate(f"User is a {m.group(1)}.", key="user.role", value=m.group(1), importance=0.8)
+    m = re.search(r"我是(?:一名|一个|个)?([\u4e00-\u9fffA-Za-z]{0,6}(?:" + "|".join(ROLE_ZH) + "))", s)
+    if m:
+        yield Candidate(f"User is a {m.group(1)} (我是{m.group(1)}).", key="user.role", value=m.group(1), importance=0.8)
+
+
+@rule
+def units(s: str, low: str) -> Iterator[Candidate]:
+    if not re.search(r"prefer|use|like|want|switch|always|please|rather|stick|give me|show me|喜欢|用|偏好|改", low):
+        return
+    metric, imperial = any(w in low for w in METRIC), any(w in low for w in IMPERIAL)
+    if metric == imperial:
+        m = re.search(r"(?:from|instead of)\s+(\w+)\s+to\s+(\w+)", low)  # "switch from miles to km"
+        if not (metric and m):
+            return
+        value = "metric" if any(w in " " + m.group(2) for w in METRIC) else "imperial"
+    else:
+        value = "metric" if metric else "imperial"
+        if _negated(low) and not re.search(r"\bnot\b.*\b(?:but|rather)\b", low):
+            value = "imperial" if value == "metric" else "metric"
+    yield Candidate(f"User prefers {value} units.", key="user.units", value=value, importance=0.8)
+
+
+@rule
+def language(s: str, low: str) -> Iterator[Candidate]:
+    names = "|".join(re.escape(k) for k in sorted(LANGUAGES, key=len, reverse=True))
+    m = re.search(rf"\b(?:moved|switched|migrated|migrating|moving|switching|went)\s+(?:\w+\s+){{0,3}}from\s+({names})\s+to\s+({names})\b", low) \
+        or re.search(rf"(?:从)\s*({names})\s*(?:改|换|迁移|转)到?\s*({names})", low)
+    if m:
+        new = LANGUAGES[m.group(2)]
+        yield Candidate(f"User now uses {new} (moved from {LANGUAGES[m.group(1)]}).", key="user.language",
+                        value=new, importance=0.8)
+        return
+    m = re.search(rf"(?:\b(?:i|we)\s+(?:now\s+)?(?:code|program|write|work|develop|build)\s+(?:\w+\s+){{0,3}}in|"
+                  rf"\b(?:i|we)\s+(?:now\s+)?(?:use|prefer|switched to|moved to)|written in|改用|现在用|主要用|用)\s*({names})\b", low)
+    if m and not _negated(low):
+        lang = LANGUAGES[m.group(1)]
+        yield Candidate(third_person(s) if s.isascii() else f"User uses {lang} ({s.strip()}).",
+                        key="user.language", value=lang, importance=0.7)
+
+
+@rule
+def uses(s: str, low: str) -> Iterator[Candidate]:
+    m = re.search(r"\b(?:i|we|our (?:company|team))\s+(?:now\s+|also\s+|mostly\s+|only\s+)?(don't|do not|can't|cannot|no longer|never|aren't allowed to|"
+                  r"are not allowed to|stopped)?\s*(?:use|using|run|deploy (?:on|with)|rely on)\s+([\w.+#-]+(?:\s+[\d.]+)?)", low)
+    if m:
+        thing = m.group(2)
+        word = thing.split()[0]
+        if word in LANGUAGES or word in {"it", "that", "this", "them", "a", "the", "to", "some", "metric", "imperial"}:
+            return
+        neg = bool(m.group(1))
+        constraint = bool(re.search(r"can't|cannot|not allowed|must|have to|policy", low))
+        yield Candidate(third_person(s), kind="semantic", key=f"user.uses.{slug(word)}",
+                        value="no" if neg else thing.rstrip("."), importance=0.75 if constraint else 0.6, negated=neg)
+    m = re.search(r"(?:我|我们)(?:现在)?(不用|不能用|不再用|使用|用|改用)\s*([A-Za-z][\w.+#-]*)", s)
+    if m and m.group(2).lower() not in LANGUAGES:
+        neg = m.group(1).startswith("不")
+        yield Candidate(f"User {'does not use' if neg else 'uses'} {m.group(2)} ({s.strip()}).",
+                        key=f"user.uses.{slug(m.group(2))}", value="no" if neg else m.group(2), importance=0.6, negated=neg)
+
+
+@rule
+def likes(s: str, low: str) -> Iterator[Candidate]:
+    if re.search(r"\b(units?|metric|imperial)\b", low) or any(k in low.split() for k in LANGUAGES):
+        return
+    m = re.search(r"\bi\s+(?:really\s+|also\s+|just\s+)?(don't like|do not like|dislike|hate|no longer like|like|love|enjoy|prefer)\s+([^,.;!]+)", low)
+    if m:
+        obj = re.split(r"\b(?:because|since|but|when|so)\b", m.group(2))[0].strip()
+        if obj and obj.split()[0] not in {"it", "that", "this", "to", "you", "your"}:
+            neg = m.group(1) in {"don't like", "do not like", "dislike", "hate", "no longer like"}
+            yield Candidate(third_person(s), key=f"user.likes.{slug(obj)}", value="dislikes" if neg else "likes",
+                            importance=0.6, negated=neg)
+    m = re.search(r"我(?:很|也|特别)?(不喜欢|讨厌|喜欢|偏好|爱)([\u4e00-\u9fffA-Za-z]{1,12})", s)
+    if m and not any(w in m.group(2) for w in ("公制", "英制")):
+        neg = m.group(1) in {"不喜欢", "讨厌"}
+        yield Candidate(f"User {'dislikes' if neg else 'likes'} {m.group(2)} ({s.strip()}).",
+                        key=f"user.likes.{m.group(2)}", value="dislikes" if neg else "likes", importance=0.6, negated=neg)
+
+
+@rule
+def possession(s: str, low: str) -> Iterator[Candidate]:
+    rel = "|".join(RELATIVES)
+    m = re.search(rf"\b(?i:my\s+(?:(?:older|younger|little|big)\s+)?({rel})(?:'s name is|\s+is (?:named|called)|,?\s+))\s*{NAME}", s)
+    if m:
+        who, n = m.group(1).lower(), m.group(2).split()[0]
+        yield Candidate(f"User's {who} is {n}.", key=f"user.{'pet' if who in ('cat', 'dog') else 'family'}.{who}",
+                        value=n, importance=0.7)
+        return
+    m = re.search(r"\b(?i:i have an? (cat|dog|\w+) (?:named|called)) " + NAME, s)
+    if m:
+        yield Candidate(f"User has a {m.group(1).lower()} named {m.group(2)}.", key=f"user.pet.{m.group(1).lower()}",
+                        value=m.group(2), importance=0.7)
+        return
+    m = re.search(r"\bmy (favou?rite [\w ]+?|[\w]+(?: [\w]+)?) (?:is|are) ([^,;]+)", low)
+    if m and m.group(1).split()[-1] not in EPHEMERAL_NOUNS and m.group(1).split()[0] not in RELATIVES:
+        yield Candidate(third_person(s), key=f"user.{slug(m.group(1))}", value=m.group(2).strip(), importance=0.6)
+
+
+@rule
+def place_and_work(s: str, low: str) -> Iterator[Candidate]:
+    m = re.search(r"\b(?i:i (?:live|am based|'m based|moved|relocated) (?:in|to)) " + NAME, s) or \
+        re.search(r"我(?:住在|搬到了?|在)([\u4e00-\u9fff]{2,6})(?:住|工作|生活)?", s)
+    if m:
+        yield Candidate(f"User lives in {m.group(1)}.", key="user.location", value=m.group(1), importance=0.7)
+    m = re.search(r"\b(?i:i (?:work|am working) (?:at|for)) " + NAME, s)
+    if m:
+        yield Candidate(f"User works at {m.group(1)}.", key="user.employer", value=m.group(1), importance=0.7)
+    m = re.search(r"\bi(?:'m| am) (vegetarian|vegan|allergic to [\w ]+|lactose intolerant|left-handed)", low)
+    if m:
+        key = "user.allergy." + slug(m.group(1)[11:]) if m.group(1).startswith("allergic") else "user.diet"
+        yield Candidate(third_person(s), key=key, value=m.group(1), importance=0.85)
+
+
+@rule
+def style(s: str, low: str) -> Iterator[Candidate]:
+    m = re.search(r"\b(?:please\s+)?(always|never)\s+(answer|reply|respond|write|use|give|show|explain)\b(.*)", low)
+    if m:
+        yield Candidate("User asks: " + s.strip().rstrip(".!") + ".", kind="procedural", key=f"user.style.{slug(m.group(2) + m.group(3))[:30]}",
+                        value=m.group(1), importance=0.7, negated=m.group(1) == "never")
+
+
+@rule
+def plans(s: str, low: str) -> Iterator[Candidate]:
+    m = re.search(r"\bi(?:'m| am) (?:planning|going|about) to ([^,.;]+)|\bi plan to ([^,.;]+)", low)
+    if m:
+        yield Candidate(third_person(s), kind="episodic", key=None, importance=0.4)
+
+
+class RuleExtractor:
+    """Deterministic offline extractor; ``extract`` returns candidates for every durable statement in a turn."""
+
+    def extract(self, text: str, source: tuple[str, ...] = ()) -> list[Candidate]:
+        found: dict[str | None, Candidate] = {}
+        loose: list[Candidate] = []
+        for sentence in SENT_SPLIT.split(text or ""):
+            s = sentence.strip()
+            low = s.lower()
+            if len(s) < 4 or s.endswith(("?", "？")) or re.match(r"^(if|when|what if|maybe|如果)\b", low):
+                continue
+            if EPHEMERAL.search(low) and not re.search(r"\b(from now on|always|anymore|no longer)\b|以后|现在", low):
+                continue
+            for fn in RULES:
+                for c in fn(s, low):
+                    c = Candidate(c.text, c.kind, c.key, c.value, c.importance, c.negated, tuple(source))
+                    if c.key is None:
+                        loose.append(c)
+                    else:
+                        found.setdefault(c.key, c)  # the first rule to claim a key wins within a sentence set
+        return list(found.values()) + loose

@@ -1,0 +1,82 @@
+"""The summarizer seam: fold turns that left the window into a running summary within a token budget."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Protocol, Sequence, runtime_checkable
+
+from . import tokens
+from .llm import ChatModel
+from .rules import SENT_SPLIT, RuleExtractor
+from .types import Turn
+
+SUMMARY_PROMPT = """You maintain a running summary of a conversation for an assistant with limited context.
+Merge the previous summary with the new turns. Keep facts about the user, decisions, constraints,
+numbers, names and open tasks; drop greetings and small talk. Write plain sentences, at most
+{budget} tokens. Answer with the summary text only."""
+
+SIGNALS = re.compile(
+    r"\b(decided|decision|agreed|let's|we'll|will|must|need to|have to|can't|cannot|deadline|budget|"
+    r"prefer|always|never|plan|goal|constraint|require|important|remember)\b|决定|必须|需要|不能|计划|记住|\d", re.I)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The running summary: its text, the turn ids it covers, and its size in tokens."""
+
+    text: str = ""
+    turn_ids: tuple[str, ...] = ()
+    tokens: int = 0
+
+
+@runtime_checkable
+class Summarizer(Protocol):
+    """Anything that folds ``turns`` into ``previous`` within ``budget`` tokens."""
+
+    def fold(self, previous: Summary, turns: Sequence[Turn], budget: int) -> Summary: ...
+
+
+class ExtractiveSummarizer:
+    """Offline: keeps the sentences that carry facts, decisions and constraints, newest first when over budget."""
+
+    def __init__(self) -> None:
+        self._rules = RuleExtractor()
+
+    def score(self, sentence: str) -> float:
+        s = 0.0
+        if self._rules.extract(sentence):
+            s += 2.0
+        s += 1.0 * len(SIGNALS.findall(sentence))
+        return s
+
+    def fold(self, previous: Summary, turns: Sequence[Turn], budget: int) -> Summary:
+        kept = [line for line in previous.text.split("\n") if line.strip()]
+        for t in turns:
+            for sentence in SENT_SPLIT.split(t.content):
+                sentence = sentence.strip()
+                if sentence and self.score(sentence) > 0:
+                    kept.append(f"{t.role}: {sentence}")
+        # Over budget: drop the lowest-scoring lines, oldest first among equals.
+        while kept and tokens.count("\n".join(kept)) > budget:
+            worst = min(range(len(kept)), key=lambda i: (self.score(kept[i].split(": ", 1)[-1]), i))
+            kept.pop(worst)
+        text = "\n".join(kept)
+        return Summary(text, previous.turn_ids + tuple(t.id for t in turns), tokens.count(text))
+
+
+class LLMSummarizer:
+    """Summaries written by a chat model with ``SUMMARY_PROMPT``, cut to the budget if the model runs over."""
+
+    def __init__(self, model: ChatModel, prompt: str = SUMMARY_PROMPT) -> None:
+        self.model = model
+        self.prompt = prompt
+
+    def fold(self, previous: Summary, turns: Sequence[Turn], budget: int) -> Summary:
+        convo = "\n".join(f"{t.role}: {t.content}" for t in turns)
+        reply = self.model.complete([
+            {"role": "system", "content": self.prompt.format(budget=budget)},
+            {"role": "user", "content": f"Previous summary:\n{previous.text or '(none)'}\n\nNew turns:\n{convo}"},
+        ])
+        text = tokens.truncate(reply.strip(), budget)
+        return Summary(text, previous.turn_ids + tuple(t.id for t in turns), tokens.count(text))

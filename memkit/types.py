@@ -1,0 +1,167 @@
+"""The values memkit passes around: turns, facts, events, search hits and built contexts."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import asdict, dataclass, field, replace
+from enum import Enum
+from typing import Any
+
+
+def now() -> float:
+    """Seconds since the epoch; the one clock memkit uses."""
+    return time.time()
+
+
+def new_id(prefix: str = "") -> str:
+    """A fresh random id."""
+    return prefix + uuid.uuid4().hex[:16]
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One message of a session."""
+
+    id: str
+    session_id: str
+    user_id: str
+    role: str
+    content: str
+    tokens: int = 0
+    time: float = field(default_factory=now)
+
+
+@dataclass(frozen=True)
+class Fact:
+    """A durable statement about one user (DESIGN §4)."""
+
+    id: str
+    user_id: str
+    text: str
+    kind: str = "semantic"
+    key: str | None = None
+    value: str | None = None
+    importance: float = 0.5
+    source: tuple[str, ...] = ()
+    created_at: float = field(default_factory=now)
+    valid_from: float = field(default_factory=now)
+    valid_to: float | None = None
+    superseded_by: str | None = None
+
+    @property
+    def current(self) -> bool:
+        return self.valid_to is None
+
+    def evolve(self, **changes: Any) -> "Fact":
+        """A copy with ``changes`` applied."""
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["source"] = list(self.source)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Fact":
+        d = dict(d)
+        d["source"] = tuple(d.get("source") or ())
+        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A fact proposed by an extractor, before it has an id or an owner."""
+
+    text: str
+    kind: str = "semantic"
+    key: str | None = None
+    value: str | None = None
+    importance: float = 0.5
+    negated: bool = False
+    source: tuple[str, ...] = ()
+
+
+class EventKind(str, Enum):
+    ADD = "ADD"
+    UPDATE = "UPDATE"
+    DELETE = "DELETE"
+    NOOP = "NOOP"
+    INVALIDATE = "INVALIDATE"
+    ERROR = "ERROR"
+
+
+@dataclass(frozen=True)
+class Event:
+    """One planned or applied change to a user's facts; ``before``/``after`` are facts or None."""
+
+    kind: EventKind
+    user_id: str
+    fact_id: str | None = None
+    before: Fact | None = None
+    after: Fact | None = None
+    reason: str = ""
+    source: tuple[str, ...] = ()
+    time: float = field(default_factory=now)
+    id: str = field(default_factory=new_id)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "kind": self.kind.value, "user_id": self.user_id, "fact_id": self.fact_id,
+            "before": self.before.to_dict() if self.before else None,
+            "after": self.after.to_dict() if self.after else None,
+            "reason": self.reason, "source": list(self.source), "time": self.time,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Event":
+        return cls(
+            kind=EventKind(d["kind"]), user_id=d["user_id"], fact_id=d.get("fact_id"),
+            before=Fact.from_dict(d["before"]) if d.get("before") else None,
+            after=Fact.from_dict(d["after"]) if d.get("after") else None,
+            reason=d.get("reason", ""), source=tuple(d.get("source") or ()),
+            time=d["time"], id=d["id"],
+        )
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A fact found by a search: ``similarity`` in [-1, 1] (higher is closer), the ranking ``score``, and ``why`` it is here."""
+
+    fact: Fact
+    similarity: float
+    score: float
+    why: str = "similar"
+
+
+@dataclass(frozen=True)
+class Part:
+    """One block of a built context and why it is there."""
+
+    name: str
+    text: str
+    tokens: int
+    items: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class Context:
+    """What ``Memory.context`` built: chat messages plus an account of every part."""
+
+    messages: tuple[dict[str, str], ...]
+    parts: tuple[Part, ...]
+    budget: int
+    turn_ids: tuple[str, ...] = ()
+    fact_ids: tuple[str, ...] = ()
+
+    @property
+    def tokens(self) -> int:
+        return sum(p.tokens for p in self.parts)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(m["content"] for m in self.messages)
+
+    def account(self) -> list[dict[str, Any]]:
+        """One row per part: name, tokens, number of items."""
+        return [{"part": p.name, "tokens": p.tokens, "items": len(p.items)} for p in self.parts]
