@@ -1,0 +1,76 @@
+"""A small OpenAI-compatible HTTP server on loopback for tests: replies are queued, requests recorded.
+
+It stands in for a remote model (the one part that cannot exist here); memkit talks to it through the
+real ``openai`` client, so the HTTP path, JSON mode and error handling are exercised for real.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class FakeOpenAI:
+    def __init__(self, embed_dim: int = 8, reject_json_mode: bool = False) -> None:
+        self.replies: list[str] = []
+        self.requests: list[dict[str, Any]] = []
+        self.embed_dim = embed_dim
+        self.reject_json_mode = reject_json_mode
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                fake.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
+                if self.path.endswith("/chat/completions"):
+                    if fake.reject_json_mode and "response_format" in body:
+                        return self._send(400, {"error": {"message": "response_format not supported", "type": "invalid_request_error"}})
+                    content = fake.replies.pop(0) if fake.replies else '{"facts": []}'
+                    return self._send(200, {
+                        "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
+                        "choices": [{"index": 0, "finish_reason": "stop",
+                                     "message": {"role": "assistant", "content": content}}],
+                        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+                if self.path.endswith("/embeddings"):
+                    texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+                    data = [{"object": "embedding", "index": i, "embedding": fake.vector(t)} for i, t in enumerate(texts)]
+                    return self._send(200, {"object": "list", "data": data, "model": body["model"],
+                                            "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+                self._send(404, {"error": {"message": "not found"}})
+
+            def _send(self, code: int, payload: dict[str, Any]) -> None:
+                raw = json.dumps(payload).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def vector(self, text: str) -> list[float]:
+        """A deterministic toy embedding: bytes of the text's hash."""
+        h = hashlib.sha256(text.encode()).digest()
+        return [b / 255.0 + 0.01 for b in h[: self.embed_dim]]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def enqueue(self, *replies: str) -> None:
+        self.replies.extend(replies)
+
+    def __enter__(self) -> "FakeOpenAI":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()

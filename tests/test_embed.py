@@ -1,0 +1,58 @@
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from memkit.embed import MiniLMEmbedder
+
+REF = json.loads((Path(__file__).parent / "data" / "minilm_reference.json").read_text())
+
+
+def test_vectors_match_fp32_reference(embedder):
+    texts = [r["text"] for r in REF["rows"]]
+    ours = np.array(embedder(texts))
+    ref = np.array([r["vector"] for r in REF["rows"]])
+    cos = (ours * ref).sum(1) / np.linalg.norm(ours, axis=1) / np.linalg.norm(ref, axis=1)
+    assert ours.shape == (len(texts), 384)
+    assert cos.min() >= 0.99, dict(zip(texts, cos.round(4)))
+
+
+def test_batch_padding_does_not_change_vectors(embedder):
+    short, long = "I prefer metric units.", REF["rows"][8]["text"]
+    alone = np.array(embedder([short]))[0]
+    batched = np.array(embedder([short, long]))[0]
+    assert float(alone @ batched) > 0.9999
+
+
+def test_related_sentences_are_closer(embedder):
+    a, b, c = np.array(embedder(["I prefer metric units", "Use kilometres please", "My cat is named Tom"]))
+    assert a @ b > a @ c
+    assert abs(np.linalg.norm(a) - 1) < 1e-5
+
+
+def test_config_has_no_paths_and_round_trips():
+    e = MiniLMEmbedder(batch_size=16)
+    cfg = e.get_config()
+    assert not any(isinstance(v, str) and ("/" in v or "\\" in v) for v in cfg.values())
+    assert MiniLMEmbedder.build_from_config(cfg).batch_size == 16
+    assert e.name() == "memkit-minilm-int8" and e.default_space() == "cosine"
+
+
+def test_persisted_collection_reopens_with_embedder_in_fresh_process(tmp_path, embedder):
+    import chromadb
+
+    client = chromadb.PersistentClient(path=str(tmp_path))
+    col = client.create_collection("facts1", embedding_function=embedder, configuration={"hnsw": {"space": "cosine"}})
+    col.add(ids=["a", "b"], documents=["I prefer metric units", "My cat is named Tom"])
+    client.close()
+    code = (
+        "import chromadb, memkit.embed\n"
+        f"c = chromadb.PersistentClient(path={str(tmp_path)!r}).get_collection('facts1')\n"
+        "r = c.query(query_texts=['Use kilometres please'], n_results=1)\n"
+        "print(type(c.configuration['embedding_function']).__name__, r['ids'][0][0])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["MiniLMEmbedder", "a"]
