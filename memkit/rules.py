@@ -41,7 +41,8 @@ def rule(fn: Rule) -> Rule:
 
 def slug(text: str) -> str:
     words = re.findall(r"[\w+#]+", text.lower())
-    stop = {"a", "an", "the", "to", "of", "my", "our", "for", "and", "with", "in", "on", "at", "some", "more"}
+    stop = {"a", "an", "the", "to", "of", "my", "our", "for", "and", "with", "in", "on", "at", "some", "more",
+            "anymore", "now", "too", "also", "really", "much", "so", "any", "very", "lot", "lots", "still"}
     return "_".join(w for w in words if w not in stop)[:40] or "x"
 
 
@@ -93,10 +94,16 @@ def units(s: str, low: str) -> Iterator[Candidate]:
         return
     metric, imperial = any(w in low for w in METRIC), any(w in low for w in IMPERIAL)
     if metric == imperial:
-        m = re.search(r"(?:from|instead of)\s+(\w+)\s+to\s+(\w+)", low)  # "switch from miles to km"
-        if not (metric and m):
+        if not metric:
             return
-        value = "metric" if any(w in " " + m.group(2) for w in METRIC) else "imperial"
+        m = re.search(r"(?:from|instead of)\s+(\w+)\s+to\s+(\w+)", low)  # "switch from miles to km"
+        negated = [c for c in re.split(r",|;|\bbut\b|，", low) if _negated(c)]
+        if m:
+            value = "metric" if any(w in " " + m.group(2) for w in METRIC) else "imperial"
+        elif negated:  # "I don't want metric anymore, give me miles": the negated one is the old value
+            value = "imperial" if any(w in negated[0] for w in METRIC) else "metric"
+        else:
+            return
     else:
         value = "metric" if metric else "imperial"
         if _negated(low) and not re.search(r"\bnot\b.*\b(?:but|rather)\b", low):

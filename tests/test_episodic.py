@@ -1,0 +1,92 @@
+import pytest
+
+from memkit import EpisodicBuffer, InvalidContent, MissingSessionId, MissingUserId, SessionStore
+from memkit import tokens
+
+LONG_SESSION = [
+    ("user", "Hi, I need help planning the database migration."),
+    ("assistant", "Sure, tell me about the current setup."),
+    ("user", "We use PostgreSQL 12 and must finish before March 31 because of the audit."),
+    ("assistant", "Understood: the deadline is March 31."),
+    ("user", "lol my coffee machine broke this morning"),
+    ("assistant", "Sorry to hear that!"),
+    ("user", "We decided to do the cut-over on a Sunday night."),
+    ("assistant", "A Sunday night cut-over keeps traffic low."),
+    ("user", "The budget is 20 hours of downtime at most."),
+    ("assistant", "Noted, 20 hours at most."),
+    ("user", "What should the first step be?"),
+]
+
+
+def fill(buf):
+    return [buf.append(r, t, turn_id=f"s:{i}") for i, (r, t) in enumerate(LONG_SESSION)]
+
+
+def test_window_is_bounded_in_tokens_and_summary_covers_the_rest():
+    buf = EpisodicBuffer("s", "u", window_tokens=60, summary_tokens=80)
+    fill(buf)
+    assert buf.window_tokens_used <= 60
+    assert len(buf.turns) == len(LONG_SESSION)
+    left = [t.id for t in buf.turns[: buf.window_start]]
+    assert left and list(buf.summary.turn_ids) == left
+    assert buf.summary.tokens == tokens.count(buf.summary.text) <= 80
+
+
+def test_extractive_summary_keeps_facts_and_decisions_not_chatter():
+    buf = EpisodicBuffer("s", "u", window_tokens=40, summary_tokens=200)
+    fill(buf)
+    assert "March 31" in buf.summary.text
+    assert "PostgreSQL" in buf.summary.text
+    assert "coffee" not in buf.summary.text
+
+
+def test_summary_budget_drops_weakest_lines():
+    buf = EpisodicBuffer("s", "u", window_tokens=20, summary_tokens=25)
+    fill(buf)
+    assert 0 < buf.summary.tokens <= 25
+
+
+def test_newest_turn_is_never_summarised_away():
+    buf = EpisodicBuffer("s", "u", window_tokens=5, summary_tokens=50)
+    fill(buf)
+    huge = buf.append("user", "word " * 500)
+    assert buf.window == [huge]
+    assert huge.id not in buf.summary.turn_ids
+
+
+def test_session_persists_and_resumes(tmp_path):
+    store = SessionStore(tmp_path / "sessions.db")
+    buf = EpisodicBuffer("s1", "u1", window_tokens=60, summary_tokens=80, store=store)
+    fill(buf)
+    store.close()
+    store2 = SessionStore(tmp_path / "sessions.db")
+    again = EpisodicBuffer.resume(store2, "s1", window_tokens=60, summary_tokens=80)
+    assert again.user_id == "u1"
+    assert [t.id for t in again.turns] == [t.id for t in buf.turns]
+    assert again.window_start == buf.window_start and again.summary == buf.summary
+    again.append("user", "One more thing.")
+    again.discard()
+    assert EpisodicBuffer.resume(store2, "s1") is None
+    assert EpisodicBuffer.resume(store2, "never") is None
+
+
+@pytest.mark.parametrize("bad", ["", "   \n\t", None, 42])
+def test_bad_content_is_refused(bad):
+    buf = EpisodicBuffer("s", "u")
+    with pytest.raises(InvalidContent):
+        buf.append("user", bad)
+    assert buf.turns == []
+
+
+def test_ids_are_required():
+    with pytest.raises(MissingUserId):
+        EpisodicBuffer("s", "")
+    with pytest.raises(MissingSessionId):
+        EpisodicBuffer(" ", "u")
+
+
+def test_unusual_but_valid_content_is_kept_verbatim():
+    buf = EpisodicBuffer("s", "u", window_tokens=50)
+    for text in ["🏃‍♀️🔥 emoji only", "ctrl\x07chars\x1b[31m and \x00 nul", "x" * 1_000_000]:
+        assert buf.append("user", text).content == text
+    assert buf.window[-1].content == "x" * 1_000_000

@@ -1,0 +1,124 @@
+"""The LLM path end to end: the real `openai` client against a fake OpenAI-compatible server on loopback."""
+
+import json
+
+import pytest
+
+from fake_openai import FakeOpenAI
+from memkit import (ConfigError, DimensionMismatch, EventKind, ExtractionError, FactStore, LLMExtractor, Memory,
+                    OpenAIChat, Settings, parse_json)
+from memkit.embed import OpenAIEmbedder
+
+GOOD = {"facts": [{"text": "User prefers metric units.", "kind": "semantic", "key": "user.units",
+                   "value": "metric", "importance": 0.8}]}
+
+
+def test_settings_offline_by_default():
+    s = Settings.from_env({})
+    assert s.offline and s.chat_model() is None
+    assert type(s.embedder()).__name__ == "MiniLMEmbedder"
+
+
+def test_settings_read_memkit_vars_with_openai_fallback():
+    s = Settings.from_env({"MEMKIT_LLM_MODEL": "qwen2.5", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+                           "OPENAI_API_KEY": "sk-x"})
+    assert s.llm.model == "qwen2.5" and s.llm.base_url == "http://127.0.0.1:9/v1" and s.llm.api_key == "sk-x"
+    s = Settings.from_env({"MEMKIT_LLM_MODEL": "m", "MEMKIT_LLM_BASE_URL": "http://a/v1", "MEMKIT_LLM_API_KEY": "k1",
+                           "OPENAI_API_KEY": "k2", "MEMKIT_EMBED_MODEL": "e", "MEMKIT_EMBED_BASE_URL": "http://b/v1"})
+    assert s.llm.api_key == "k1" and s.embed.base_url == "http://b/v1" and s.embed.api_key == "k2"
+    with pytest.raises(ConfigError, match="MEMKIT_LLM_MODEL"):
+        Settings.from_env({"MEMKIT_LLM_BASE_URL": "http://a/v1"})
+    with pytest.raises(ConfigError, match="MEMKIT_LLM_BASE_URL"):
+        Settings.from_env({"MEMKIT_LLM_MODEL": "m"})
+
+
+@pytest.mark.parametrize("reply", [
+    json.dumps(GOOD),
+    "```json\n" + json.dumps(GOOD, indent=2) + "\n```",
+    "Sure! Here are the facts I found:\n" + json.dumps(GOOD) + "\nLet me know if you need more.",
+])
+def test_llm_extractor_reads_real_world_replies(fake_llm, reply):
+    fake_llm.enqueue(reply)
+    x = LLMExtractor(OpenAIChat("test-model", base_url=fake_llm.base_url, api_key="sk-test"))
+    (c,) = x.extract("I prefer metric units.", ("t1",))
+    assert (c.key, c.value, c.source) == ("user.units", "metric", ("t1",))
+    req = fake_llm.requests[-1]
+    assert req["body"]["response_format"] == {"type": "json_object"}
+    assert req["auth"] == "Bearer sk-test"
+    assert req["body"]["messages"][1]["content"] == "I prefer metric units."
+
+
+@pytest.mark.parametrize("reply,match", [
+    ('{"facts": [{"text": "User prefers met', "no valid JSON"),
+    ("I could not find any facts, sorry.", "no valid JSON"),
+    ('{"memories": ["User prefers metric"]}', "expected"),
+    ('{"facts": [{"kind": "semantic"}]}', "no text"),
+    ('{"facts": [{"text": "x", "kind": "belief"}]}', "unknown kind"),
+    ("", "empty reply"),
+])
+def test_malformed_replies_raise_with_what_was_received(fake_llm, reply, match):
+    fake_llm.enqueue(reply)
+    x = LLMExtractor(OpenAIChat("m", base_url=fake_llm.base_url))
+    with pytest.raises(ExtractionError, match=match) as err:
+        x.extract("I prefer metric units.")
+    assert err.value.received == reply
+
+
+def test_malformed_reply_becomes_an_error_event_and_loses_nothing(fake_llm, embedder):
+    fake_llm.enqueue('{"facts": [{"text": "User prefers met')
+    m = Memory(store=FactStore.ephemeral(embedder), extractor=LLMExtractor(OpenAIChat("m", base_url=fake_llm.base_url)))
+    (ev,) = m.observe("u", "s", "user", "I prefer metric units.")
+    assert ev.kind == EventKind.ERROR and "User prefers met" in ev.reason
+    assert m.session("u", "s").turns[-1].content == "I prefer metric units."
+    assert [e.kind for e in m.store.history("u")] == [EventKind.ERROR]
+
+
+def test_json_mode_falls_back_when_server_refuses_it(embedder):
+    with FakeOpenAI(reject_json_mode=True) as fake:
+        fake.enqueue(json.dumps(GOOD))
+        chat = OpenAIChat("m", base_url=fake.base_url)
+        assert parse_json(chat.complete([{"role": "user", "content": "x"}], json_mode=True)) == GOOD
+        assert "response_format" not in fake.requests[-1]["body"]
+
+
+def test_llm_policy_decisions_and_invented_ids(fake_llm, embedder):
+    chat = OpenAIChat("m", base_url=fake_llm.base_url)
+    m = Memory(store=FactStore.ephemeral(embedder), policy="llm", chat_model=chat)
+    fake_llm.enqueue('{"memory": [{"new": 0, "event": "ADD", "id": null, "text": "User prefers metric units."}]}')
+    assert [e.kind for e in m.observe("u", "s", "user", "I prefer metric units.")] == [EventKind.ADD]
+    sent = json.loads(fake_llm.requests[-1]["body"]["messages"][1]["content"])
+    assert sent["existing"] == [] and sent["new"][0]["new"] == 0
+    fake_llm.enqueue('```json\n{"memory": [{"new": 0, "event": "UPDATE", "id": 0, "text": "User prefers imperial units."}]}\n```')
+    assert [e.kind for e in m.observe("u", "s", "user", "Use imperial units.")] == [EventKind.UPDATE]
+    sent = json.loads(fake_llm.requests[-1]["body"]["messages"][1]["content"])
+    assert sent["existing"] == [{"id": 0, "text": "User prefers metric units."}]  # small ids, not real ones
+    assert [f.text for f in m.store.get("u")] == ["User prefers imperial units."]
+    fake_llm.enqueue('{"memory": [{"new": 0, "event": "DELETE", "id": 7}]}')
+    (ev,) = m.observe("u", "s", "user", "I don't use metric units.")
+    assert ev.kind == EventKind.ERROR and "not offered" in ev.reason
+    assert [f.text for f in m.store.get("u")] == ["User prefers imperial units."]
+
+
+def test_from_settings_uses_the_endpoint(fake_llm, monkeypatch):
+    monkeypatch.setenv("MEMKIT_LLM_BASE_URL", fake_llm.base_url)
+    monkeypatch.setenv("MEMKIT_LLM_MODEL", "deepseek-chat")
+    monkeypatch.setenv("MEMKIT_LLM_API_KEY", "sk-llm")
+    fake_llm.enqueue(json.dumps(GOOD))
+    m = Memory.from_settings()
+    assert [e.kind for e in m.observe("u", "s", "user", "whatever the model reads")] == [EventKind.ADD]
+    assert fake_llm.requests[-1]["body"]["model"] == "deepseek-chat"
+    assert fake_llm.requests[-1]["auth"] == "Bearer sk-llm"
+
+
+def test_endpoint_embedder_and_dimension_guard(fake_llm, tmp_path, embedder):
+    remote = OpenAIEmbedder("text-embedding-test", base_url=fake_llm.base_url, api_key="sk-secret-123")
+    assert "sk-secret-123" not in json.dumps(remote.get_config())  # the key itself is never stored
+    s1 = FactStore.persistent(str(tmp_path), remote)
+    assert s1.dimension == 8
+    from memkit import Fact
+
+    s1.upsert("u", [Fact(id="f", user_id="u", text="User prefers metric units.")])
+    s1.close()
+    s2 = FactStore.persistent(str(tmp_path), embedder)
+    with pytest.raises(DimensionMismatch, match="dimension 8"):
+        s2.get("u")

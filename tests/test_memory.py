@@ -1,0 +1,122 @@
+import pytest
+
+from conftest import ChromaServer
+from memkit import (EventKind, FactStore, InvalidContent, IsolationError, Memory, MissingSessionId, MissingUserId,
+                    SessionStore, StoreUnavailable, tokens)
+from memkit.demo import play
+
+
+def test_tuesday_friday_story(embedder):
+    memory, friday, without = play(Memory(store=FactStore.ephemeral(embedder)))
+    assert "metric" in friday.text and "metric" not in without.text
+    assert friday.tokens <= friday.budget
+    facts = next(p for p in friday.parts if p.name == "facts")
+    assert any("metric" in i["text"] for i in facts.items)
+    assert memory.session("demo-user", "friday").window[-1].id == "fri:1"
+
+
+def test_observe_returns_events_and_profile(embedder):
+    m = Memory(store=FactStore.ephemeral(embedder))
+    ev = m.observe("u", "s", "user", "Call me Wang Lei. I prefer metric units.")
+    assert sorted(e.kind.value for e in ev) == ["ADD", "ADD"]
+    assert m.observe("u", "s", "assistant", "Nice to meet you, Wang Lei.") == []
+    assert m.observe("u", "s", "user", "It was hot yesterday.") == []
+    m.observe("u", "s", "user", "Actually I prefer imperial units.")
+    prof = m.profile("u")
+    assert "Wang Lei" in prof and "imperial" in prof and "metric" not in prof
+    assert Memory(store=FactStore.ephemeral(embedder)).profile("nobody") == "User profile: (empty)"
+
+
+def test_context_priority_budget_and_account(embedder):
+    m = Memory(store=FactStore.ephemeral(embedder), window_tokens=80, summary_tokens=60)
+    m.observe("u", "s", "user", "I prefer metric units.")
+    for i in range(12):
+        m.observe("u", "s", "assistant", f"Step {i}: we agreed the deadline is day {i} and the budget is {i} hours.")
+    m.observe("u", "s", "user", "How many kilometres is the route?")
+    for budget in (40, 120, 400):
+        ctx = m.context("u", "s", "How many kilometres is the route?", budget=budget)
+        assert ctx.tokens <= budget
+        assert [p.name for p in ctx.parts] == ["facts", "summary", "turns"]
+        assert ctx.messages[-1]["content"].startswith("How many kilometres")  # newest turn always present
+        for p in ctx.parts[:2]:
+            assert p.tokens == tokens.count(p.text)
+        turns = [msg["content"] for msg in ctx.messages if msg["role"] != "system"]
+        assert ctx.parts[2].tokens == sum(tokens.count(t) for t in turns)
+    big = m.context("u", "s", "How many kilometres is the route?", budget=400)
+    assert "metric" in big.messages[0]["content"]
+    assert big.parts[1].text  # a summary of turns that left the window
+
+
+def test_documents_rank_below_memory_and_are_never_written(embedder):
+    store = FactStore.ephemeral(embedder)
+    docs = ["I prefer tabs over spaces, says the style guide.", "Docs: the API is rate limited."]
+    m = Memory(store=store, retriever=lambda q: docs, document_share=0.3)
+    m.observe("u", "s", "user", "I prefer metric units.")
+    ctx = m.context("u", "s", "what units and style?", budget=300)
+    assert [p.name for p in ctx.parts] == ["facts", "summary", "turns", "documents"]
+    assert ctx.parts[-1].tokens <= 90
+    assert ctx.messages[-1]["role"] == "user"
+    assert all("tabs" not in f.text for f in store.get("u"))
+    assert "tabs" not in m.profile("u")
+
+
+@pytest.mark.parametrize("content", ["", "   ", None])
+def test_bad_content(embedder, content):
+    m = Memory(store=FactStore.ephemeral(embedder))
+    with pytest.raises(InvalidContent):
+        m.observe("u", "s", "user", content)
+
+
+def test_missing_ids(embedder):
+    m = Memory(store=FactStore.ephemeral(embedder))
+    with pytest.raises(MissingUserId):
+        m.observe("", "s", "user", "hi")
+    with pytest.raises(MissingSessionId):
+        m.observe("u", "", "user", "hi")
+    with pytest.raises(MissingUserId):
+        m.context(None, "s", "q")
+
+
+def test_huge_and_odd_content_is_kept_and_bounded(embedder):
+    m = Memory(store=FactStore.ephemeral(embedder))
+    big = "I prefer metric units. " + "log line\n" * 110_000
+    m.observe("u", "s", "user", big)
+    m.observe("u", "s", "user", "🏃‍♀️ \x07\x1b[31m ok 🔥")
+    assert m.session("u", "s").turns[0].content == big
+    ctx = m.context("u", "s", "units?", budget=200)
+    assert ctx.tokens <= 200
+    assert "User prefers metric units." in m.profile("u")
+
+
+def test_session_belongs_to_its_user(embedder):
+    m = Memory(store=FactStore.ephemeral(embedder))
+    m.observe("alice", "s1", "user", "hi")
+    with pytest.raises(IsolationError):
+        m.observe("bob", "s1", "user", "hi")
+
+
+def test_sessions_resume_from_sqlite(tmp_path, embedder):
+    store = FactStore.ephemeral(embedder)
+    m = Memory(store=store, sessions=SessionStore(tmp_path / "s.db"))
+    m.observe("u", "s1", "user", "We will ship on Friday.")
+    m.end_session("u", "s1", keep=True)
+    m2 = Memory(store=store, sessions=SessionStore(tmp_path / "s.db"))
+    assert [t.content for t in m2.session("u", "s1").turns] == ["We will ship on Friday."]
+
+
+def test_unreachable_server_loses_nothing(tmp_path, embedder):
+    server = ChromaServer(tmp_path / "srv").start()
+    try:
+        m = Memory(store=FactStore.http("127.0.0.1", server.port, embedder))
+        m.observe("u", "s", "user", "I prefer metric units.")
+        server.stop()
+        with pytest.raises(StoreUnavailable):
+            m.observe("u", "s", "user", "My name is Lena.")
+        assert m.session("u", "s").turns[-1].content == "My name is Lena."
+        assert m.pending and m.pending[0][1][0].key == "user.name"
+        server.start()
+        m.store = FactStore.http("127.0.0.1", server.port, embedder)
+        assert [e.kind for e in m.flush()] == [EventKind.ADD]
+        assert "Lena" in m.profile("u") and not m.pending
+    finally:
+        server.stop()

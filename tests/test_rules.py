@@ -1,0 +1,53 @@
+import pytest
+
+from memkit import RuleExtractor
+
+X = RuleExtractor()
+
+CASES = [
+    ("I prefer metric units.", "user.units", "metric"),
+    ("Actually, use imperial from now on.", "user.units", "imperial"),
+    ("I don't want metric units anymore, give me miles.", "user.units", "imperial"),
+    ("我喜欢公制单位", "user.units", "metric"),
+    ("Call me Wang Lei.", "user.name", "Wang Lei"),
+    ("我叫王磊", "user.name", "王磊"),
+    ("I'm a backend engineer.", "user.role", "backend engineer"),
+    ("我是一名后端工程师", "user.role", "后端工程师"),
+    ("We moved from Go to Python.", "user.language", "Python"),
+    ("我现在改用 Python 了", "user.language", "Python"),
+    ("I don't use Docker.", "user.uses.docker", "no"),
+    ("Our company can't use Docker.", "user.uses.docker", "no"),
+    ("We use Kubernetes 1.28.", "user.uses.kubernetes", "kubernetes 1.28"),
+    ("My sister Ann is a nurse.", "user.family.sister", "Ann"),
+    ("My brother Bob lives in Lyon.", "user.family.brother", "Bob"),
+    ("I live in Berlin.", "user.location", "Berlin"),
+    ("I'm allergic to peanuts.", "user.allergy.peanuts", "allergic to peanuts"),
+    ("I like hiking.", "user.likes.hiking", "likes"),
+    ("I don't like hiking anymore.", "user.likes.hiking", "dislikes"),
+]
+
+
+@pytest.mark.parametrize("text,key,value", CASES)
+def test_durable_statements_yield_keyed_facts(text, key, value):
+    found = {c.key: c for c in X.extract(text, ("t1",))}
+    assert key in found, found
+    assert found[key].value == value
+    assert found[key].source == ("t1",)
+    assert found[key].text.startswith("User")
+
+
+@pytest.mark.parametrize("text", ["Hi there!", "Thanks, that helps.", "It was hot yesterday.", "ok",
+                                  "Do you like Python?", "What's the weather in Paris?", "哈哈，好的",
+                                  "Today I'm tired.", "Sounds good to me."])
+def test_small_talk_questions_and_ephemera_yield_nothing(text):
+    assert X.extract(text) == []
+
+
+def test_one_turn_can_hold_several_facts():
+    keys = {c.key for c in X.extract("My name is Lena and I'm a data scientist. I prefer metric units.")}
+    assert {"user.name", "user.role", "user.units"} <= keys
+
+
+def test_negation_flag():
+    (c,) = X.extract("I don't use Docker.")
+    assert c.negated and "not" in c.text
