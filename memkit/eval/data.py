@@ -1,0 +1,173 @@
+"""Benchmark conversations: the memkit JSONL format (DESIGN §6) and converters from LoCoMo and LongMemEval files."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..errors import DatasetError
+
+FORMATS = ("memkit", "locomo", "longmemeval")
+LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+
+
+@dataclass(frozen=True)
+class DTurn:
+    id: str
+    role: str
+    content: str
+    speaker: str | None = None
+
+
+@dataclass(frozen=True)
+class DSession:
+    id: str
+    time: str | None
+    turns: tuple[DTurn, ...]
+
+
+@dataclass(frozen=True)
+class Probe:
+    id: str
+    after_session: str
+    question: str
+    answer: str
+    evidence: tuple[str, ...]
+    type: str
+    old_answer: str | None = None
+
+
+@dataclass(frozen=True)
+class Conversation:
+    id: str
+    user_id: str
+    sessions: tuple[DSession, ...]
+    ops: tuple[dict[str, Any], ...] = ()
+    probes: tuple[Probe, ...] = ()
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    def turn(self, turn_id: str) -> DTurn | None:
+        for s in self.sessions:
+            for t in s.turns:
+                if t.id == turn_id:
+                    return t
+        return None
+
+
+def _path(path: str | Path) -> Path:
+    p = Path(path)
+    if not p.is_file():
+        raise DatasetError(f"no such file: {p}")
+    return p
+
+
+def load_memkit(path: str | Path) -> list[Conversation]:
+    """One conversation per line, as in DESIGN §6."""
+    out = []
+    for n, line in enumerate(_path(path).read_text("utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+            sessions = tuple(DSession(s["id"], s.get("time"), tuple(
+                DTurn(t["id"], t["role"], t["content"], t.get("speaker")) for t in s["turns"])) for s in d["sessions"])
+            probes = tuple(Probe(p["id"], p["after_session"], p["question"], str(p["answer"]),
+                                 tuple(p.get("evidence", ())), p.get("type", "unknown"), p.get("old_answer"))
+                           for p in d.get("probes", ()))
+            out.append(Conversation(d["id"], d["user_id"], sessions, tuple(d.get("ops", ())), probes))
+        except (json.JSONDecodeError, KeyError, TypeError) as e:
+            raise DatasetError(f"{path}:{n} is not a memkit conversation ({type(e).__name__}: {e}); "
+                               "is it LoCoMo or LongMemEval? pass --format") from None
+    return out
+
+
+def _json_list(path: str | Path, what: str, needed: str) -> list[dict[str, Any]]:
+    try:
+        data = json.loads(_path(path).read_text("utf-8"))
+    except json.JSONDecodeError as e:
+        raise DatasetError(f"{path} is not JSON ({e}); a memkit JSONL file needs --format memkit") from None
+    if not isinstance(data, list) or not data or not isinstance(data[0], dict) or needed not in data[0]:
+        raise DatasetError(f"{path} is not a {what} file (expected a JSON list of objects with {needed!r})")
+    return data
+
+
+def load_locomo(path: str | Path) -> list[Conversation]:
+    """``locomo10.json``: both speakers are people; a sample is one memory space (``user_id`` = ``sample_id``)."""
+    out = []
+    for sample in _json_list(path, "LoCoMo", "conversation"):
+        conv = sample["conversation"]
+        a = conv.get("speaker_a")
+        sessions = []
+        n = 1
+        while f"session_{n}_date_time" in conv or f"session_{n}" in conv:
+            turns = conv.get(f"session_{n}") or []
+            if turns:
+                sessions.append(DSession(f"session_{n}", conv.get(f"session_{n}_date_time"), tuple(
+                    DTurn(t["dia_id"], "user" if t["speaker"] == a else "assistant",
+                          t["text"] + (f" [image: {t['blip_caption']}]" if t.get("blip_caption") else ""), t["speaker"])
+                    for t in turns)))
+            n += 1
+        probes, bad = [], 0
+        for i, qa in enumerate(sample.get("qa", [])):
+            evidence = []
+            for ev in qa.get("evidence", []):
+                found = re.findall(r"D\d+:\d+", str(ev))
+                if not found:
+                    bad += 1
+                evidence += found
+            answer = qa.get("answer", qa.get("adversarial_answer", ""))
+            probes.append(Probe(f"{sample['sample_id']}:q{i}", sessions[-1].id if sessions else "", qa["question"],
+                                str(answer), tuple(evidence), LOCOMO_CATEGORIES.get(qa.get("category"), "unknown")))
+        out.append(Conversation(sample["sample_id"], sample["sample_id"], tuple(sessions), (), tuple(probes),
+                                {"malformed_evidence": bad, "speakers": [a, conv.get("speaker_b")]}))
+    return out
+
+
+def load_longmemeval(path: str | Path) -> list[Conversation]:
+    """``longmemeval_*.json``: one question per item over its haystack sessions; ``_abs`` ids are abstention."""
+    out = []
+    for item in _json_list(path, "LongMemEval", "haystack_sessions"):
+        qid = item["question_id"]
+        sessions, evidence = [], []
+        ids = item.get("haystack_session_ids") or [f"s{i}" for i in range(len(item["haystack_sessions"]))]
+        dates = item.get("haystack_dates") or [None] * len(ids)
+        for sid, date, turns in zip(ids, dates, item["haystack_sessions"]):
+            dturns = []
+            for j, t in enumerate(turns):
+                tid = f"{sid}:{j}"
+                dturns.append(DTurn(tid, t["role"], t["content"]))
+                if t.get("has_answer"):
+                    evidence.append(tid)
+            sessions.append(DSession(str(sid), date, tuple(dturns)))
+        qtype = "abstention" if qid.endswith("_abs") else item.get("question_type", "unknown")
+        probe = Probe(qid, sessions[-1].id if sessions else "", item["question"], str(item["answer"]),
+                      tuple(evidence), qtype)
+        out.append(Conversation(qid, qid, tuple(sessions), (), (probe,),
+                                {"answer_session_ids": item.get("answer_session_ids", [])}))
+    return out
+
+
+def load(path: str | Path, format: str | None = None) -> list[Conversation]:
+    """Read ``path`` as ``format`` (guessed from the name when None)."""
+    if format is None:
+        name = Path(path).name.lower()
+        format = "locomo" if "locomo" in name else "longmemeval" if "longmemeval" in name else "memkit"
+    if format not in FORMATS:
+        raise DatasetError(f"unknown format {format!r}; choose one of {FORMATS}")
+    return {"memkit": load_memkit, "locomo": load_locomo, "longmemeval": load_longmemeval}[format](path)
+
+
+def timestamp(value: str | None) -> float | None:
+    """Seconds since the epoch for ISO times and LoCoMo's ``"1:56 pm on 8 May, 2023"``; None if unparsable."""
+    if not value:
+        return None
+    for fmt in (None, "%I:%M %p on %d %B, %Y", "%Y/%m/%d (%a) %H:%M"):
+        try:
+            return (datetime.fromisoformat(value) if fmt is None else datetime.strptime(value, fmt)).timestamp()
+        except ValueError:
+            continue
+    return None

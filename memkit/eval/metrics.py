@@ -1,0 +1,92 @@
+"""Metric definitions (DESIGN §7), each a small pure function so notebooks and the runner share them."""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from ..types import Context, Event, EventKind, Fact
+from .data import Conversation
+
+OPS = ("ADD", "UPDATE", "DELETE", "NOOP")
+
+
+def normalise(text: str) -> str:
+    """Lowercase, no accents or punctuation, single spaces (answer matching in the DPR style)."""
+    text = unicodedata.normalize("NFKD", text.lower())
+    text = "".join(c for c in text if not unicodedata.combining(c))
+    return " ".join(re.sub(r"[^\w\s]", " ", text).split())
+
+
+def _sentences(text: str) -> list[str]:
+    return [s for s in (normalise(x) for x in re.split(r"(?<=[.!?。！？])\s*|\n", text)) if len(s) >= 8]
+
+
+def covered_turns(ctx: Context, conv: Conversation, evidence: Iterable[str]) -> set[str]:
+    """Evidence turns the context covers: a fact whose ``source`` has the turn, or a sentence of the turn verbatim."""
+    sources = {s for p in ctx.parts if p.name == "facts" for item in p.items for s in item.get("source", ())}
+    text = normalise(ctx.text)
+    out = set()
+    for tid in evidence:
+        if tid in sources:
+            out.add(tid)
+            continue
+        turn = conv.turn(tid)
+        if turn is not None and any(s in text for s in _sentences(turn.content) or [normalise(turn.content)]):
+            out.add(tid)
+    return out
+
+
+def evidence_recall(ctx: Context, conv: Conversation, evidence: Sequence[str]) -> float:
+    """Share of the probe's evidence turns the context covers; NaN when the probe has none."""
+    if not evidence:
+        return math.nan
+    return len(covered_turns(ctx, conv, evidence)) / len(set(evidence))
+
+
+def answer_in_context(ctx: Context, answer: str) -> float:
+    """1.0 if the normalised gold answer occurs in the normalised context; NaN for empty answers."""
+    a = normalise(answer)
+    return math.nan if not a else float(a in normalise(ctx.text))
+
+
+def stale(ctx: Context, answer: str, old_answer: str | None) -> float:
+    """1.0 when the old value is in the context and the new one is not (only the stale value is presented)."""
+    if not old_answer:
+        return math.nan
+    text = normalise(ctx.text)
+    return float(normalise(old_answer) in text and normalise(answer) not in text)
+
+
+def turn_op(events: Sequence[Event]) -> str:
+    """The one operation a turn's events amount to (UPDATE > DELETE > ADD > NOOP)."""
+    kinds = {e.kind for e in events}
+    if kinds & {EventKind.UPDATE, EventKind.INVALIDATE}:
+        return "UPDATE"
+    if EventKind.DELETE in kinds:
+        return "DELETE"
+    if EventKind.ADD in kinds:
+        return "ADD"
+    return "NOOP"
+
+
+def duplicate_rate(facts: Sequence[Fact]) -> float:
+    """Share of a user's current facts that restate another: same key, or the same normalised text."""
+    if not facts:
+        return math.nan
+    keys: dict[str, int] = {}
+    texts: dict[str, int] = {}
+    for f in facts:
+        if f.key:
+            keys[f.key] = keys.get(f.key, 0) + 1
+        texts[normalise(f.text)] = texts.get(normalise(f.text), 0) + 1
+    dup = sum(1 for f in facts if (f.key and keys[f.key] > 1) or texts[normalise(f.text)] > 1)
+    return dup / len(facts)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    return float(np.percentile(values, q)) if len(values) else math.nan

@@ -1,0 +1,143 @@
+"""Run strategies over conversations and return pandas tables: one row per probe, and a summary."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..facts import FactStore
+from ..strategies import STRATEGIES, make
+from .data import Conversation, timestamp
+from .metrics import (OPS, answer_in_context, duplicate_rate, evidence_recall, percentile, stale, turn_op)
+
+DEFAULT_STRATEGIES = ("full", "window", "summary", "two-layer:keyed", "two-layer:similarity")
+
+
+def run_conversation(conv: Conversation, strategy: str, budget: int, k: int, store: FactStore,
+                     per_turn_tokens: bool = True) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Feed one conversation to one strategy; return its probe rows and its per-conversation stats."""
+    s = make(strategy, conv.user_id, budget, store=store, k=k)
+    gold = {op["turn"]: op["op"] for op in conv.ops}
+    rows, turn_tokens, writes, reads = [], [], [], []
+    confusion: dict[tuple[str, str], int] = {}
+    probes_after: dict[str, list] = {}
+    for p in conv.probes:
+        probes_after.setdefault(p.after_session, []).append(p)
+    for session in conv.sessions:
+        t0 = timestamp(session.time)
+        for i, turn in enumerate(session.turns):
+            when = None if t0 is None else t0 + i
+            start = time.perf_counter()
+            events = s.observe(session.id, turn.id, turn.role, turn.content, when)
+            writes.append((time.perf_counter() - start) * 1000)
+            if turn.role == "user":
+                if conv.ops:
+                    key = (gold.get(turn.id, "NOOP"), turn_op(events))
+                    confusion[key] = confusion.get(key, 0) + 1
+                if per_turn_tokens:
+                    turn_tokens.append(s.context(session.id, turn.content, budget).tokens)
+        s.end_session(session.id)
+        for p in probes_after.get(session.id, ()):
+            start = time.perf_counter()
+            ctx = s.context(f"probe:{p.id}", p.question, budget)
+            reads.append((time.perf_counter() - start) * 1000)
+            if hasattr(s, "memory"):
+                s.memory.end_session(conv.user_id, f"probe:{p.id}")
+            rows.append({"conversation": conv.id, "strategy": strategy, "probe": p.id, "type": p.type,
+                         "evidence_recall": evidence_recall(ctx, conv, p.evidence),
+                         "answer_in_context": answer_in_context(ctx, p.answer) if p.type != "abstention" else math.nan,
+                         "context_tokens": ctx.tokens, "stale": stale(ctx, p.answer, p.old_answer),
+                         "read_ms": reads[-1]})
+    facts = store.get(conv.user_id) if strategy.startswith("two-layer") else []
+    stats = {"conversation": conv.id, "strategy": strategy, "tokens_per_turn": float(np.mean(turn_tokens)) if turn_tokens else math.nan,
+             "write_ms": writes, "read_ms": reads, "confusion": confusion,
+             "duplicate_rate": duplicate_rate(facts) if strategy.startswith("two-layer") else math.nan}
+    return rows, stats
+
+
+def run(conversations: Sequence[Conversation], strategies: Iterable[str] = DEFAULT_STRATEGIES, budget: int = 1200,
+        k: int = 5, store: FactStore | None = None, progress: bool = False,
+        per_turn_tokens: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Every strategy on every conversation: (results per probe, summary per strategy and type, op confusion)."""
+    strategies = list(strategies)
+    for name in strategies:
+        if name not in STRATEGIES:
+            raise ValueError(f"unknown strategy {name!r}; choose from {STRATEGIES}")
+    store = store or FactStore.ephemeral()
+    jobs = [(c, s) for s in strategies for c in conversations]
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(jobs), desc="bench", unit="conv")
+    rows, stats = [], []
+    for conv, name in jobs:
+        r, st = run_conversation(_scoped(conv, name), name, budget, k, store, per_turn_tokens)
+        rows += r
+        stats.append(st)
+        if bar:
+            bar.update(1)
+    if bar:
+        bar.close()
+    results = pd.DataFrame(rows, columns=["conversation", "strategy", "probe", "type", "evidence_recall",
+                                          "answer_in_context", "context_tokens", "stale", "read_ms"])
+    return results, summarise(results, stats, strategies), confusion_table(stats)
+
+
+def _scoped(conv: Conversation, strategy: str) -> Conversation:
+    """The same conversation under a user id unique to the strategy, so strategies never share facts."""
+    from dataclasses import replace
+
+    return replace(conv, user_id=f"{strategy}/{conv.user_id}")
+
+
+def summarise(results: pd.DataFrame, stats: list[dict[str, Any]], strategies: Sequence[str]) -> pd.DataFrame:
+    """One row per strategy per probe type, plus an ``all`` row per strategy with the run-level columns."""
+    metrics = {"evidence_recall": "mean", "answer_in_context": "mean", "context_tokens": "mean", "stale": "mean",
+               "probe": "count"}
+    by_type = results.groupby(["strategy", "type"]).agg(metrics).rename(columns={"probe": "probes"}).reset_index()
+    overall = results.groupby("strategy").agg(metrics).rename(columns={"probe": "probes"}).reset_index()
+    overall.insert(1, "type", "all")
+    extra = []
+    for name in strategies:
+        st = [s for s in stats if s["strategy"] == name]
+        writes = [w for s in st for w in s["write_ms"]]
+        reads = [r for s in st for r in s["read_ms"]]
+        conf = {}
+        for s in st:
+            for key, n in s["confusion"].items():
+                conf[key] = conf.get(key, 0) + n
+        total = sum(conf.values())
+        extra.append({"strategy": name, "tokens_per_turn": float(np.nanmean([s["tokens_per_turn"] for s in st])),
+                      "op_accuracy": sum(n for (g, p), n in conf.items() if g == p) / total
+                      if total and name.startswith("two-layer") else math.nan,
+                      "duplicate_rate": float(np.nanmean([s["duplicate_rate"] for s in st]))
+                      if name.startswith("two-layer") else math.nan,
+                      "read_p50_ms": percentile(reads, 50), "read_p95_ms": percentile(reads, 95),
+                      "write_p50_ms": percentile(writes, 50), "write_p95_ms": percentile(writes, 95)})
+    overall = overall.merge(pd.DataFrame(extra), on="strategy", how="left")
+    out = pd.concat([overall, by_type], ignore_index=True)
+    order = {n: i for i, n in enumerate(strategies)}
+    out["_o"] = out["strategy"].map(order)
+    return out.sort_values(["_o", "type"], key=lambda c: c if c.name == "_o" else c.map(lambda t: "" if t == "all" else t)) \
+        .drop(columns="_o").reset_index(drop=True)
+
+
+def confusion_table(stats: list[dict[str, Any]]) -> pd.DataFrame:
+    """Gold vs predicted operations per two-layer strategy, summed over conversations."""
+    rows = []
+    for s in stats:
+        for (g, p), n in s["confusion"].items():
+            if s["strategy"].startswith("two-layer"):
+                rows.append({"strategy": s["strategy"], "gold": g, "predicted": p, "turns": n})
+    df = pd.DataFrame(rows, columns=["strategy", "gold", "predicted", "turns"])
+    if df.empty:
+        return df
+    return df.groupby(["strategy", "gold", "predicted"], as_index=False)["turns"].sum()
+
+
+__all__ = ["DEFAULT_STRATEGIES", "OPS", "run", "run_conversation", "summarise", "confusion_table"]

@@ -1,0 +1,127 @@
+"""The strategies compared in benchmarks: full history, sliding window, summary compression, two-layer memory.
+
+Each one sees the same turns and builds a ``Context`` for a query under a token budget (full history
+ignores the budget: it is the upper reference for recall and the worst case for tokens).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from . import tokens
+from .episodic import EpisodicBuffer
+from .facts import FactStore
+from .memory import Memory
+from .reconcile import POLICIES
+from .types import Context, Event, Part, Turn
+
+STRATEGIES = ("full", "window", "summary") + tuple(f"two-layer:{p}" for p in POLICIES)
+
+
+class Strategy(Protocol):
+    name: str
+
+    def observe(self, session_id: str, turn_id: str, role: str, content: str, time: float | None) -> list[Event]: ...
+
+    def end_session(self, session_id: str) -> None: ...
+
+    def context(self, session_id: str, query: str, budget: int) -> Context: ...
+
+
+def _turn_context(turns: list[Turn], budget: int, summary: str = "", summary_ids: tuple[str, ...] = ()) -> Context:
+    parts = []
+    if summary:
+        parts.append(Part("summary", summary, tokens.count(summary)))
+    parts.append(Part("turns", "\n".join(f"{t.role}: {t.content}" for t in turns), sum(t.tokens for t in turns),
+                      tuple({"turn_id": t.id} for t in turns)))
+    msgs = ([{"role": "system", "content": "Summary of earlier turns:\n" + summary}] if summary else []) + \
+        [{"role": t.role, "content": t.content} for t in turns]
+    return Context(tuple(msgs), tuple(parts), budget, tuple(t.id for t in turns) + summary_ids)
+
+
+class FullHistory:
+    """Every turn of every session, whatever the budget."""
+
+    name = "full"
+
+    def __init__(self, user_id: str) -> None:
+        self.buf = EpisodicBuffer("all", user_id, window_tokens=10**12)
+
+    def observe(self, session_id: str, turn_id: str, role: str, content: str, time: float | None) -> list[Event]:
+        self.buf.append(role, content, turn_id, time)
+        return []
+
+    def end_session(self, session_id: str) -> None:
+        pass
+
+    def context(self, session_id: str, query: str, budget: int) -> Context:
+        return _turn_context(self.buf.turns, budget)
+
+
+class SlidingWindow(FullHistory):
+    """The newest turns, across sessions, that fit the budget."""
+
+    name = "window"
+
+    def context(self, session_id: str, query: str, budget: int) -> Context:
+        chosen: list[Turn] = []
+        used = 0
+        for t in reversed(self.buf.turns):
+            if used + t.tokens > budget:
+                break
+            chosen.insert(0, t)
+            used += t.tokens
+        return _turn_context(chosen, budget)
+
+
+class SummaryCompression:
+    """The newest turns plus a running summary of older ones, across sessions (60/40 split of the budget)."""
+
+    name = "summary"
+
+    def __init__(self, user_id: str, budget: int, summary_share: float = 0.4) -> None:
+        self.buf = EpisodicBuffer("all", user_id, window_tokens=int(budget * (1 - summary_share)),
+                                  summary_tokens=int(budget * summary_share))
+
+    def observe(self, session_id: str, turn_id: str, role: str, content: str, time: float | None) -> list[Event]:
+        self.buf.append(role, content, turn_id, time)
+        return []
+
+    def end_session(self, session_id: str) -> None:
+        pass
+
+    def context(self, session_id: str, query: str, budget: int) -> Context:
+        return _turn_context(self.buf.window, budget, self.buf.summary.text, ())
+
+
+class TwoLayer:
+    """memkit's ``Memory``: this session's window and summary plus the user's facts, under one policy."""
+
+    def __init__(self, user_id: str, store: FactStore, policy: str = "keyed", k: int = 5, **memory_options: object) -> None:
+        self.name = f"two-layer:{policy}"
+        self.user_id = user_id
+        self.memory = Memory(store=store, policy=policy, k=k, **memory_options)  # type: ignore[arg-type]
+
+    def observe(self, session_id: str, turn_id: str, role: str, content: str, time: float | None) -> list[Event]:
+        return self.memory.observe(self.user_id, session_id, role, content, turn_id, time)
+
+    def end_session(self, session_id: str) -> None:
+        self.memory.end_session(self.user_id, session_id)
+
+    def context(self, session_id: str, query: str, budget: int) -> Context:
+        return self.memory.context(self.user_id, session_id, query, budget)
+
+
+def make(name: str, user_id: str, budget: int, store: FactStore | None = None, k: int = 5,
+         **memory_options: object) -> Strategy:
+    """A fresh strategy ``name`` for one conversation."""
+    if name == "full":
+        return FullHistory(user_id)
+    if name == "window":
+        return SlidingWindow(user_id)
+    if name == "summary":
+        return SummaryCompression(user_id, budget)
+    if name.startswith("two-layer"):
+        policy = name.split(":", 1)[1] if ":" in name else "keyed"
+        return TwoLayer(user_id, store or FactStore.ephemeral(), policy, k, **memory_options)
+    raise ValueError(f"unknown strategy {name!r}; choose from {STRATEGIES}")
