@@ -183,8 +183,9 @@ def plan(policy: str, store: FactStore, user_id: str, cands: Sequence[Candidate]
 
 def apply(store: FactStore, user_id: str, events: Sequence[Event]) -> None:
     """Write planned events to the store, then append them all to the user's history."""
-    upserts = [e.after for e in events if e.kind in (EventKind.ADD, EventKind.UPDATE, EventKind.INVALIDATE) and e.after]
-    deletes = [e.fact_id for e in events if e.kind == EventKind.DELETE and e.fact_id]
+    upserts = [e.after for e in events if e.kind in (EventKind.ADD, EventKind.UPDATE) and e.after]
+    # an invalidated version leaves the search collection; its closed version lives on in the history
+    deletes = [e.fact_id for e in events if e.kind in (EventKind.DELETE, EventKind.INVALIDATE) and e.fact_id]
     store.upsert(user_id, upserts)
     store.delete(user_id, deletes)
     store.record(user_id, events)

@@ -40,7 +40,9 @@ def rule(fn: Rule) -> Rule:
 
 
 def slug(text: str) -> str:
-    words = re.findall(r"[\w+#]+", text.lower())
+    text = re.sub(r"favourite", "favorite", text.lower())
+    text = re.sub(r"colour", "color", text)
+    words = re.findall(r"[\w+#]+", text)
     stop = {"a", "an", "the", "to", "of", "my", "our", "for", "and", "with", "in", "on", "at", "some", "more",
             "anymore", "now", "too", "also", "really", "much", "so", "any", "very", "lot", "lots", "still"}
     return "_".join(w for w in words if w not in stop)[:40] or "x"
@@ -69,6 +71,11 @@ def _negated(s: str) -> bool:
 @rule
 def name(s: str, low: str) -> Iterator[Candidate]:
     m = re.search(r"\b(?i:call me|my name is|my name's|i'm called|i am called|you can call me)\s+" + NAME, s)
+    if m:
+        n = m.group(1).strip()
+        yield Candidate(f"User's name is {n}.", key="user.name", value=n, importance=0.9)
+    m = re.search(r"^(?i:hi|hello|hey)[,!]?\s+(?i:i'm|i am)\s+" + NAME + r"\b(?!\s+\w)", s.strip()) or \
+        re.search(r"^(?i:i'm|i am)\s+" + NAME + r",\s+(?i:nice|pleased|glad) to meet you", s.strip())
     if m:
         n = m.group(1).strip()
         yield Candidate(f"User's name is {n}.", key="user.name", value=n, importance=0.9)
@@ -122,10 +129,11 @@ def language(s: str, low: str) -> Iterator[Candidate]:
                         value=new, importance=0.8)
         return
     m = re.search(rf"(?:\b(?:i|we)\s+(?:now\s+)?(?:code|program|write|work|develop|build)\s+(?:\w+\s+){{0,3}}in|"
-                  rf"\b(?:i|we)\s+(?:now\s+)?(?:use|prefer|switched to|moved to)|written in|改用|现在用|主要用|用)\s*({names})\b", low)
+                  rf"\b(?:i|we)\s+(?:now\s+)?(?:mostly\s+)?(?:use|prefer|switched to|moved to)|written in|(?:most|all) of (?:my|our) (?:work|code) is|"
+                  rf"改用|现在用|主要用|用)\s*({names})\b", low)
     if m and not _negated(low):
         lang = LANGUAGES[m.group(1)]
-        yield Candidate(third_person(s) if s.isascii() else f"User uses {lang} ({s.strip()}).",
+        yield Candidate(third_person(s) if s.isascii() else f"User now uses {lang}.",
                         key="user.language", value=lang, importance=0.7)
 
 
@@ -142,6 +150,14 @@ def uses(s: str, low: str) -> Iterator[Candidate]:
         constraint = bool(re.search(r"can't|cannot|not allowed|must|have to|policy", low))
         yield Candidate(third_person(s), kind="semantic", key=f"user.uses.{slug(word)}",
                         value="no" if neg else thing.rstrip("."), importance=0.75 if constraint else 0.6, negated=neg)
+    m = re.search(r"\b(?:everything|all(?: of it)?) (?:we|i) (?:ship|run|deploy|build)s? (?:runs? |is deployed )?(?:in|on|with) ([\w.+#-]+)", low)
+    if m and m.group(1) not in LANGUAGES:
+        yield Candidate(third_person(s), key=f"user.uses.{slug(m.group(1))}", value=m.group(1), importance=0.6)
+    m = re.search(r"^([\w.+#-]+) is (?:gone|no longer used|out) (?:from|of) (?:our|my) (?:stack|setup|infrastructure)|"
+                  r"\b(?:we|i) (?:dropped|got rid of|removed|replaced) ([\w.+#-]+)", low.strip())
+    if m:
+        thing = m.group(1) or m.group(2)
+        yield Candidate(third_person(s), key=f"user.uses.{slug(thing)}", value="no", importance=0.6, negated=True)
     m = re.search(r"(?:我|我们)(?:现在)?(不用|不能用|不再用|使用|用|改用)\s*([A-Za-z][\w.+#-]*)", s)
     if m and m.group(2).lower() not in LANGUAGES:
         neg = m.group(1).startswith("不")
@@ -156,10 +172,14 @@ def likes(s: str, low: str) -> Iterator[Candidate]:
     m = re.search(r"\bi\s+(?:really\s+|also\s+|just\s+)?(don't like|do not like|dislike|hate|no longer like|like|love|enjoy|prefer)\s+([^,.;!]+)", low)
     if m:
         obj = re.split(r"\b(?:because|since|but|when|so)\b", m.group(2))[0].strip()
+        head = re.split(r"\b(?:on|in|at|during|with|every|anymore|these days)\b", obj)[0].strip() or obj
         if obj and obj.split()[0] not in {"it", "that", "this", "to", "you", "your"}:
             neg = m.group(1) in {"don't like", "do not like", "dislike", "hate", "no longer like"}
-            yield Candidate(third_person(s), key=f"user.likes.{slug(obj)}", value="dislikes" if neg else "likes",
+            yield Candidate(third_person(s), key=f"user.likes.{slug(head)}", value="dislikes" if neg else "likes",
                             importance=0.6, negated=neg)
+    m = re.search(r"^([\w-]+(?: [\w-]+)?) is my (?:favou?rite|preferred) (?:way|thing|hobby|pastime)", low.strip())
+    if m:
+        yield Candidate(third_person(s), key=f"user.likes.{slug(m.group(1))}", value="likes", importance=0.6)
     m = re.search(r"我(?:很|也|特别)?(不喜欢|讨厌|喜欢|偏好|爱)([\u4e00-\u9fffA-Za-z]{1,12})", s)
     if m and not any(w in m.group(2) for w in ("公制", "英制")):
         neg = m.group(1) in {"不喜欢", "讨厌"}
@@ -176,6 +196,16 @@ def possession(s: str, low: str) -> Iterator[Candidate]:
         yield Candidate(f"User's {who} is {n}.", key=f"user.{'pet' if who in ('cat', 'dog') else 'family'}.{who}",
                         value=n, importance=0.7)
         return
+    m = re.search(rf"^{NAME}, (?i:my ({rel})),", s.strip())
+    if m:
+        who = m.group(2).lower()
+        yield Candidate(third_person(s), key=f"user.{'pet' if who in ('cat', 'dog') else 'family'}.{who}",
+                        value=m.group(1), importance=0.7)
+        return
+    m = re.search(r"^([\w-]+(?: [\w-]+)?) (?:is|are) my (favou?rite [\w ]+)", low.strip())
+    if m:
+        yield Candidate(third_person(s), key=f"user.{slug(m.group(2))}", value=m.group(1), importance=0.6)
+        return
     m = re.search(r"\b(?i:i have an? (cat|dog|\w+) (?:named|called)) " + NAME, s)
     if m:
         yield Candidate(f"User has a {m.group(1).lower()} named {m.group(2)}.", key=f"user.pet.{m.group(1).lower()}",
@@ -183,18 +213,26 @@ def possession(s: str, low: str) -> Iterator[Candidate]:
         return
     m = re.search(r"\bmy (favou?rite [\w ]+?|[\w]+(?: [\w]+)?) (?:is|are) ([^,;]+)", low)
     if m and m.group(1).split()[-1] not in EPHEMERAL_NOUNS and m.group(1).split()[0] not in RELATIVES:
-        yield Candidate(third_person(s), key=f"user.{slug(m.group(1))}", value=m.group(2).strip(), importance=0.6)
+        yield Candidate(third_person(s), key=f"user.{slug(m.group(1))}", value=m.group(2).strip().rstrip("."),
+                        importance=0.6)
 
 
 @rule
 def place_and_work(s: str, low: str) -> Iterator[Candidate]:
-    m = re.search(r"\b(?i:i (?:live|am based|'m based|moved|relocated) (?:in|to)) " + NAME, s) or \
+    m = re.search(r"\b(?i:(?:i|we) (?:live|am based|'m based|are based|moved|relocated|have moved|have relocated) (?:in|to)|"
+                  r"i'm living in|home is) " + NAME, s) or \
         re.search(r"我(?:住在|搬到了?|在)([\u4e00-\u9fff]{2,6})(?:住|工作|生活)?", s)
     if m:
         yield Candidate(f"User lives in {m.group(1)}.", key="user.location", value=m.group(1), importance=0.7)
     m = re.search(r"\b(?i:i (?:work|am working) (?:at|for)) " + NAME, s)
     if m:
         yield Candidate(f"User works at {m.group(1)}.", key="user.employer", value=m.group(1), importance=0.7)
+    m = re.search(r"\bi have an? ([\w-]+) allergy\b", low) or \
+        re.search(r"\bi can(?:'t|not) (?:have|eat|take) ([\w-]+)[^.]*\ballergic\b", low)
+    if m:
+        yield Candidate(f"User is allergic to {m.group(1)}.", key=f"user.allergy.{slug(m.group(1))}",
+                        value=f"allergic to {m.group(1)}", importance=0.85)
+        return
     m = re.search(r"\bi(?:'m| am) (vegetarian|vegan|allergic to [\w ]+|lactose intolerant|left-handed)", low)
     if m:
         key = "user.allergy." + slug(m.group(1)[11:]) if m.group(1).startswith("allergic") else "user.diet"
@@ -229,8 +267,12 @@ class RuleExtractor:
                 continue
             if EPHEMERAL.search(low) and not re.search(r"\b(from now on|always|anymore|no longer)\b|以后|现在", low):
                 continue
+            texts: set[str] = set()
             for fn in RULES:
                 for c in fn(s, low):
+                    if c.text in texts:  # two rules read the same statement: keep the first
+                        continue
+                    texts.add(c.text)
                     c = Candidate(c.text, c.kind, c.key, c.value, c.importance, c.negated, tuple(source))
                     if c.key is None:
                         loose.append(c)

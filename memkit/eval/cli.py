@@ -1,0 +1,76 @@
+"""``memkit bench`` and ``memkit bench-scale``: print a table, write CSV files and an HTML plot."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from ..strategies import STRATEGIES
+from .data import FORMATS
+from .runner import DEFAULT_STRATEGIES
+
+SHOWN = ["strategy", "evidence_recall", "answer_in_context", "context_tokens", "tokens_per_turn", "stale",
+         "op_accuracy", "duplicate_rate", "read_p50_ms", "read_p95_ms", "write_p50_ms", "write_p95_ms"]
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from ..viz import recall_by_type, strategy_comparison
+    from .data import load
+    from .runner import run
+
+    convs = load(args.data, args.format)
+    if args.limit:
+        convs = convs[: args.limit]
+    strategies = args.strategy or list(DEFAULT_STRATEGIES)
+    results, summary, confusion = run(convs, strategies, budget=args.budget, k=args.k, progress=True,
+                                      per_turn_tokens=not args.no_turn_tokens)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    results.to_csv(out / "results.csv", index=False)
+    summary.to_csv(out / "summary.csv", index=False)
+    confusion.to_csv(out / "confusion.csv", index=False)
+    strategy_comparison(summary).write_html(out / "plot.html", include_plotlyjs=True)
+    (out / "run.json").write_text(json.dumps({"data": str(args.data), "format": args.format, "conversations": len(convs),
+                                              "strategies": strategies, "budget": args.budget, "k": args.k}, indent=2))
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(summary[summary["type"] == "all"][[c for c in SHOWN if c in summary]].round(3).to_string(index=False))
+        print()
+        print(recall_by_type(summary).to_string())
+    print(f"\nwrote {out}/results.csv, summary.csv, confusion.csv, plot.html")
+    return 0
+
+
+def cmd_bench_scale(args: argparse.Namespace) -> int:
+    from .scale import run
+
+    sizes = [int(x) for x in args.facts.split(",")]
+    table = run(sizes, args.users, args.queries, progress=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out / "scale.csv", index=False)
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(table.round(2).to_string(index=False))
+    print(f"\nwrote {out}/scale.csv")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    b = sub.add_parser("bench", help="compare memory strategies on a benchmark file")
+    b.add_argument("--data", required=True, help="memkit JSONL, locomo10.json or longmemeval_*.json")
+    b.add_argument("--format", choices=FORMATS, default=None, help="default: guessed from the file name")
+    b.add_argument("--strategy", action="append", choices=STRATEGIES, help="repeat for several (default: %(default)s)")
+    b.add_argument("--budget", type=int, default=1200, help="context budget in tokens")
+    b.add_argument("--k", type=int, default=5, help="facts retrieved per query")
+    b.add_argument("--limit", type=int, default=0, help="only the first N conversations")
+    b.add_argument("--no-turn-tokens", action="store_true", help="skip building a context at every turn (faster)")
+    b.add_argument("--out", required=True, help="folder for results.csv, summary.csv, plot.html")
+    b.set_defaults(func=cmd_bench)
+    s = sub.add_parser("bench-scale", help="write throughput and read latency as facts grow")
+    s.add_argument("--facts", default="1000,10000,100000", help="comma-separated sizes")
+    s.add_argument("--users", type=int, default=1000)
+    s.add_argument("--queries", type=int, default=200)
+    s.add_argument("--out", required=True)
+    s.set_defaults(func=cmd_bench_scale)

@@ -1,0 +1,99 @@
+"""Scale benchmark: write throughput and read latency of FactStore as facts grow, beside the bare embed + Chroma cost."""
+
+from __future__ import annotations
+
+import random
+import tempfile
+import time
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..facts import FactStore
+from ..types import Fact
+
+SUBJECTS = ["User", "User's team", "User's sister", "User's manager", "User's client"]
+VERBS = ["prefers", "uses", "dislikes", "works with", "is learning", "recommends", "avoids", "maintains"]
+OBJECTS = ["metric units", "Python", "Rust", "Kubernetes", "PostgreSQL", "dark mode", "vim", "early meetings",
+           "green tea", "remote work", "TypeScript", "Docker", "cycling to work", "long documents", "unit tests",
+           "the Berlin office", "spreadsheets", "short answers", "code reviews", "Linux laptops"]
+QUERIES = ["Which units should I use?", "What language does the team write?", "What does the user avoid?",
+           "Which database do we run?", "How does the user like answers?", "What editor is preferred?"]
+
+
+def synthetic_facts(user_id: str, n: int, rng: random.Random) -> list[Fact]:
+    """``n`` varied, deterministic facts for one user."""
+    out = []
+    for i in range(n):
+        text = f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} (note {i})."
+        out.append(Fact(id=f"{user_id}-{i}", user_id=user_id, text=text, importance=round(rng.random(), 2),
+                        created_at=1.0 + i, valid_from=1.0 + i))
+    return out
+
+
+def _pct(xs: Sequence[float]) -> tuple[float, float]:
+    return float(np.percentile(xs, 50)), float(np.percentile(xs, 95))
+
+
+def measure(total: int, users: int, queries: int = 200, bare_write_share: float = 0.05, seed: int = 0,
+            path: str | None = None, progress: Any = None) -> dict[str, Any]:
+    """One size: ``total`` facts spread over ``users`` users in a fresh on-disk store."""
+    rng = random.Random(seed)
+    users = max(1, min(users, total))
+    per_user = total // users
+    folder = path or tempfile.mkdtemp(prefix=f"memkit-scale-{total}-")
+    store = FactStore.persistent(folder, namespace="scale")
+    ids = [f"u{i:05d}" for i in range(users)]
+    start = time.perf_counter()
+    for uid in ids:
+        store.upsert(uid, synthetic_facts(uid, per_user, rng))
+        if progress:
+            progress.update(per_user)
+    write_s = time.perf_counter() - start
+
+    # bare write: the same embed + upsert, straight to Chroma, on a sample of users
+    bare_users = ids[: max(1, int(users * bare_write_share))]
+    bare_cols = {}
+    start = time.perf_counter()
+    for uid in bare_users:
+        facts = synthetic_facts(uid, per_user, rng)
+        col = store.client.get_or_create_collection(f"bare-{uid}", embedding_function=None,
+                                                    configuration={"hnsw": {"space": "cosine"}})
+        col.upsert(ids=[f.id for f in facts], documents=[f.text for f in facts],
+                   embeddings=[list(map(float, v)) for v in store.embedder([f.text for f in facts])])
+        bare_cols[uid] = col
+    bare_write_s = time.perf_counter() - start
+    bare_n = per_user * len(bare_users)
+
+    ours, bare = [], []
+    for _ in range(queries):
+        uid, q = rng.choice(ids), rng.choice(QUERIES)
+        t0 = time.perf_counter()
+        store.search(uid, q, k=5, min_score=-1.0)
+        ours.append((time.perf_counter() - t0) * 1000)
+        col = store._open(uid, "facts", create=False)  # the very collection memkit searched
+        t0 = time.perf_counter()
+        vec = store.embedder([q])[0]
+        col.query(query_embeddings=[list(map(float, vec))], n_results=15)
+        bare.append((time.perf_counter() - t0) * 1000)
+    store.close()
+    r50, r95 = _pct(ours)
+    b50, b95 = _pct(bare)
+    return {"facts": per_user * users, "users": users, "facts_per_user": per_user,
+            "write_facts_per_s": per_user * users / write_s, "bare_write_facts_per_s": bare_n / bare_write_s,
+            "read_p50_ms": r50, "read_p95_ms": r95, "bare_read_p50_ms": b50, "bare_read_p95_ms": b95,
+            "read_overhead_p50": r50 / b50, "write_overhead": (bare_n / bare_write_s) / (per_user * users / write_s)}
+
+
+def run(sizes: Sequence[int], users: int, queries: int = 200, progress: bool = False) -> pd.DataFrame:
+    """Every size in turn; one row each."""
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=sum(sizes), desc="facts written", unit="fact")
+    rows = [measure(n, users, queries, seed=i, progress=bar) for i, n in enumerate(sizes)]
+    if bar:
+        bar.close()
+    return pd.DataFrame(rows)

@@ -1,0 +1,111 @@
+"""Pure functions from memkit objects and result tables to plotly figures and pandas DataFrames."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Sequence
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .types import Context, Event, Fact, Hit
+
+PALETTE = {"facts": "#4C78A8", "summary": "#F58518", "turns": "#54A24B", "documents": "#B279A2"}
+
+
+def _t(ts: float) -> datetime:
+    return datetime.fromtimestamp(ts, tz=timezone.utc)
+
+
+def facts_table(facts: Sequence[Fact]) -> pd.DataFrame:
+    """One row per fact: key, text, importance, validity and sources."""
+    return pd.DataFrame([{"key": f.key, "text": f.text, "importance": round(f.importance, 2), "current": f.current,
+                          "source": ", ".join(f.source)} for f in facts],
+                        columns=["key", "text", "importance", "current", "source"])
+
+
+def events_table(events: Sequence[Event]) -> pd.DataFrame:
+    """One row per event: kind, before, after, reason and source turns."""
+    return pd.DataFrame([{"event": e.kind.value, "key": (e.after or e.before).key if (e.after or e.before) else None,
+                          "before": e.before.text if e.before and e.kind.value != "ADD" else "",
+                          "after": e.after.text if e.after else "", "reason": e.reason, "source": ", ".join(e.source)}
+                         for e in events], columns=["event", "key", "before", "after", "reason", "source"])
+
+
+def context_table(ctx: Context) -> pd.DataFrame:
+    """The context account: one row per item that went in, with its part, score and tokens."""
+    rows = []
+    for p in ctx.parts:
+        if not p.items and p.text:
+            rows.append({"part": p.name, "item": p.text[:80], "why": "", "similarity": None, "score": None})
+        for it in p.items:
+            rows.append({"part": p.name, "item": (it.get("text") or it.get("turn_id") or "")[:80],
+                         "why": it.get("why", ""), "similarity": it.get("similarity"), "score": it.get("score")})
+    return pd.DataFrame(rows, columns=["part", "item", "why", "similarity", "score"])
+
+
+def layers(window_turns: Sequence, summary_text: str, facts: Sequence[Fact]) -> go.Figure:
+    """Both layers side by side: the episodic window (+ summary) and the semantic facts."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("Episodic: window + summary", "Semantic: current facts"),
+                        specs=[[{"type": "table"}, {"type": "table"}]])
+    ep = [f"[summary] {summary_text}"] if summary_text else []
+    ep += [f"{t.role}: {t.content[:120]}" for t in window_turns]
+    fig.add_trace(go.Table(header={"values": ["turn"]}, cells={"values": [ep or ["(empty)"]], "align": "left"}), 1, 1)
+    fig.add_trace(go.Table(header={"values": ["key", "fact"]},
+                           cells={"values": [[f.key or "" for f in facts], [f.text for f in facts]], "align": "left"}), 1, 2)
+    fig.update_layout(height=360, margin={"t": 40, "b": 10, "l": 10, "r": 10})
+    return fig
+
+
+def fact_timeline(facts: Sequence[Fact], until: float | None = None) -> go.Figure:
+    """One bar per fact version from ``valid_from`` to ``valid_to`` (or ``until``), grouped by key."""
+    end = until or max([f.valid_to or f.valid_from for f in facts] + [0]) + 86400
+    fig = go.Figure()
+    for f in sorted(facts, key=lambda x: (x.key or "~", x.valid_from)):
+        stop = f.valid_to or end
+        fig.add_trace(go.Bar(y=[f.key or f.text[:30]], x=[(stop - f.valid_from) * 1000], base=[_t(f.valid_from)],
+                             orientation="h", name=f.text, text=[f.value or f.text], textposition="inside",
+                             marker_color="#4C78A8" if f.current else "#BBBBBB", showlegend=False,
+                             hovertext=f.text))
+    fig.update_layout(barmode="overlay", xaxis={"type": "date", "title": "valid time"}, height=120 + 40 * len(facts),
+                      title="Fact versions per key (grey: superseded)", margin={"t": 40, "b": 40})
+    return fig
+
+
+def recall_scores(hits: Sequence[Hit], floor: float) -> go.Figure:
+    """Each candidate fact's score against the floor: above it, the fact enters the context."""
+    fig = go.Figure(go.Bar(x=[round(h.score, 3) for h in hits], y=[h.fact.text[:60] for h in hits], orientation="h",
+                           marker_color=["#54A24B" if h.score >= floor else "#E45756" for h in hits]))
+    fig.add_vline(x=floor, line_dash="dash", annotation_text=f"floor {floor}")
+    fig.update_layout(title="Score = 0.7·similarity + 0.3·importance", xaxis_title="score",
+                      yaxis={"autorange": "reversed"}, height=140 + 30 * len(hits), margin={"t": 40})
+    return fig
+
+
+def budget_breakdown(ctx: Context) -> go.Figure:
+    """Tokens per part of a built context against its budget."""
+    fig = go.Figure()
+    for p in ctx.parts:
+        fig.add_trace(go.Bar(x=[p.tokens], y=["context"], name=f"{p.name} ({p.tokens})", orientation="h",
+                             marker_color=PALETTE.get(p.name)))
+    fig.add_vline(x=ctx.budget, line_dash="dash", annotation_text=f"budget {ctx.budget}")
+    fig.update_layout(barmode="stack", height=200, title=f"{ctx.tokens} of {ctx.budget} tokens", margin={"t": 40})
+    return fig
+
+
+def strategy_comparison(summary: pd.DataFrame) -> go.Figure:
+    """Evidence recall and context tokens per strategy (the ``all`` rows of a bench summary)."""
+    s = summary[summary["type"] == "all"]
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("evidence recall", "context tokens per probe"))
+    fig.add_trace(go.Bar(x=s["strategy"], y=s["evidence_recall"].round(3), marker_color="#4C78A8", showlegend=False), 1, 1)
+    fig.add_trace(go.Bar(x=s["strategy"], y=s["context_tokens"].round(1), marker_color="#F58518", showlegend=False), 1, 2)
+    fig.update_yaxes(range=[0, 1], row=1, col=1)
+    fig.update_layout(height=380, title="Strategies compared", margin={"t": 60})
+    return fig
+
+
+def recall_by_type(summary: pd.DataFrame) -> pd.DataFrame:
+    """Evidence recall pivoted: probe types as rows, strategies as columns."""
+    s = summary[summary["type"] != "all"]
+    return s.pivot_table(index="type", columns="strategy", values="evidence_recall", sort=False).round(3)
