@@ -1,0 +1,140 @@
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from memkit import DatasetError, FactStore
+from memkit.eval import load, run
+from memkit.eval.metrics import answer_in_context, duplicate_rate, evidence_recall, normalise, stale
+from memkit.types import Context, Fact, Part
+
+DATA = Path(__file__).parent / "data"
+SUITE = Path(__file__).parents[1] / "data" / "suite.jsonl"
+
+
+def test_locomo_loader():
+    (c,) = load(DATA / "locomo_sample.json")
+    assert c.user_id == "conv-t1" and [s.id for s in c.sessions] == ["session_1", "session_2"]
+    assert c.sessions[0].time == "1:56 pm on 8 May, 2023"
+    t = c.turn("D1:3")
+    assert t.speaker == "Caroline" and "rainbow flag" in t.content
+    types = [p.type for p in c.probes]
+    assert types == ["single-hop", "temporal", "multi-hop", "adversarial"]
+    assert c.probes[1].answer == "2020"
+    assert c.probes[2].evidence == ("D2:1", "D1:2")
+    assert c.probes[3].answer == "Rex" and c.probes[3].evidence == ()
+    assert c.notes["malformed_evidence"] == 1
+
+
+def test_longmemeval_loader():
+    a, b = load(DATA / "longmemeval_sample.json")
+    assert a.probes[0].evidence == ("sA:0",) and a.probes[0].type == "single-session-user"
+    assert b.probes[0].type == "abstention" and b.probes[0].evidence == ()
+    assert a.sessions[1].turns[0].content == "It was hot yesterday."
+
+
+def test_builtin_suite_shape():
+    convs = load(SUITE)
+    assert len(convs) >= 60 and len({c.user_id for c in convs}) >= 60
+    types = {p.type for c in convs for p in c.probes}
+    assert {"knowledge-update", "update-reworded", "update-zh", "alike", "long-range", "abstention",
+            "negation", "single-fact"} <= types
+    for c in convs:
+        assert len(c.sessions) >= 12
+        for p in c.probes:
+            for e in p.evidence:
+                assert c.turn(e) is not None, (c.id, p.id, e)
+
+
+def test_suite_generator_is_deterministic(tmp_path):
+    out = tmp_path / "s.jsonl"
+    subprocess.run([sys.executable, str(SUITE.parent / "generate.py"), "--seed", "7", "--out", str(out)], check=True)
+    assert out.read_bytes() == SUITE.read_bytes()
+
+
+@pytest.mark.parametrize("path,fmt", [("nope.json", None), (DATA / "locomo_sample.json", "longmemeval"),
+                                      (DATA / "longmemeval_sample.json", "memkit"), (SUITE, "locomo")])
+def test_bad_files_are_clear_errors(path, fmt):
+    with pytest.raises(DatasetError):
+        load(path, fmt)
+
+
+def ctx(text, facts=()):
+    items = tuple({"id": f.id, "text": f.text, "source": list(f.source)} for f in facts)
+    return Context(({"role": "user", "content": text},), (Part("facts", "", 0, items), Part("turns", text, 1)), 100)
+
+
+def test_metrics():
+    (c,) = load(DATA / "locomo_sample.json")
+    assert evidence_recall(ctx("Caroline: I'm a counselor, so I love helping people."), c, ["D1:3"]) == 1.0
+    f = Fact(id="f", user_id="u", text="Caroline is a counselor.", source=("D1:3",))
+    assert evidence_recall(ctx("nothing here", [f]), c, ["D1:3", "D2:2"]) == 0.5
+    assert math.isnan(evidence_recall(ctx("x"), c, []))
+    assert answer_in_context(ctx("They moved in 2020."), "2020") == 1.0
+    assert answer_in_context(ctx("They moved in 2021."), "2020") == 0.0
+    assert stale(ctx("User prefers metric units."), "imperial", "metric") == 1.0
+    assert stale(ctx("metric then imperial"), "imperial", "metric") == 0.0
+    assert normalise("Café, ÜBER!") == "cafe uber"
+    facts = [Fact(id=str(i), user_id="u", text=t, key=k) for i, (t, k) in
+             enumerate([("a", "user.units"), ("b", "user.units"), ("c", None), ("c", None), ("d", "user.x")])]
+    assert duplicate_rate(facts) == 0.8
+
+
+def test_runner_compares_strategies_on_the_suite():
+    convs = load(SUITE)[:3]
+    results, summary, confusion = run(convs, ["window", "two-layer:keyed", "two-layer:similarity"], budget=600,
+                                      store=FactStore.ephemeral())
+    assert set(results["strategy"]) == {"window", "two-layer:keyed", "two-layer:similarity"}
+    assert len(results) == 3 * sum(len(c.probes) for c in convs)
+    allrows = summary[summary["type"] == "all"].set_index("strategy")
+    assert (results.groupby("strategy")["context_tokens"].max() <= 600).all()
+    # two-layer memory beats a sliding window of the same budget on multi-session recall
+    assert allrows.loc["two-layer:keyed", "evidence_recall"] > allrows.loc["window", "evidence_recall"]
+    # the keyed policy leaves no contradicting duplicates; the similarity threshold does
+    assert allrows.loc["two-layer:keyed", "duplicate_rate"] < allrows.loc["two-layer:similarity", "duplicate_rate"]
+    assert set(confusion["gold"]) <= {"ADD", "UPDATE", "DELETE", "NOOP"}
+    for col in ["read_p50_ms", "read_p95_ms", "write_p50_ms", "write_p95_ms", "tokens_per_turn", "op_accuracy"]:
+        assert col in allrows.columns
+
+
+def test_bench_cli_writes_files(tmp_path):
+    out = tmp_path / "out"
+    r = subprocess.run([sys.executable, "-m", "memkit.cli", "bench", "--data", str(SUITE), "--limit", "2",
+                        "--strategy", "window", "--strategy", "two-layer:keyed", "--budget", "500",
+                        "--out", str(out)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "two-layer:keyed" in r.stdout
+    res = pd.read_csv(out / "results.csv")
+    summ = pd.read_csv(out / "summary.csv")
+    assert set(res["strategy"]) == {"window", "two-layer:keyed"} and "evidence_recall" in res
+    assert {"all", "knowledge-update"} <= set(summ["type"])
+    assert (out / "plot.html").stat().st_size > 10_000
+    assert json.loads((out / "run.json").read_text())["budget"] == 500
+
+
+def test_bench_cli_errors(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "memkit.cli", "bench", "--data", str(tmp_path / "missing.jsonl"),
+                        "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "DatasetError" in r.stderr and "missing.jsonl" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "memkit.cli", "bench", "--data", str(DATA / "locomo_sample.json"),
+                        "--format", "longmemeval", "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "not a LongMemEval file" in r.stderr
+
+
+def test_bench_runs_on_converted_public_formats(tmp_path):
+    for f in ["locomo_sample.json", "longmemeval_sample.json"]:
+        results, summary, _ = run(load(DATA / f), ["window", "two-layer:keyed"], budget=300, store=FactStore.ephemeral())
+        assert len(results) == 2 * sum(len(c.probes) for c in load(DATA / f))
+
+
+def test_bench_scale_small(tmp_path):
+    from memkit.eval.scale import measure
+
+    row = measure(200, users=10, queries=20, path=str(tmp_path))
+    assert row["facts"] == 200 and row["facts_per_user"] == 20
+    assert row["write_facts_per_s"] > 0 and row["read_p95_ms"] >= row["read_p50_ms"] > 0
+    assert row["read_overhead_p50"] > 0
