@@ -42,7 +42,7 @@ class Memory:
                  summarizer: Summarizer | None = None, policy: str = "keyed", chat_model: Any = None,
                  sessions: SessionStore | None = None, window_tokens: int = 600, summary_tokens: int = 200,
                  k: int = 5, min_score: float = DEFAULT_FLOOR, retriever: Retriever | None = None,
-                 document_share: float = 0.25, pin_importance: float | None = 0.8) -> None:
+                 document_share: float = 0.25, profile_tokens: int = 150) -> None:
         if policy not in reconcile.POLICIES:
             raise ValueError(f"unknown policy {policy!r}; choose one of {reconcile.POLICIES}")
         self.store = store or FactStore.ephemeral()
@@ -54,7 +54,7 @@ class Memory:
         self.window_tokens, self.summary_tokens = window_tokens, summary_tokens
         self.k, self.min_score = k, min_score
         self.retriever, self.document_share = retriever, document_share
-        self.pin_importance = pin_importance
+        self.profile_tokens = profile_tokens
         self.sessions: dict[str, EpisodicBuffer] = {}
         self.pending: list[tuple[str, list[Candidate]]] = []
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memkit")
@@ -148,21 +148,27 @@ class Memory:
 
     # ---- read path ---------------------------------------------------------------------------
     def search(self, user_id: str, query: str, k: int | None = None, min_score: float | None = None) -> list[Hit]:
-        """Relevant current facts of ``user_id``, one per key: the top ``k`` above the floor, then the pinned ones.
+        """The user's facts for ``query``: the top ``k`` above the similarity floor (``why="similar"``), then
+        the rest of the current facts, most important first (``why="profile"``), one per key.
 
-        Pinned facts (importance >= ``pin_importance``: name, units, constraints) are the user's core
-        profile, read at session start whatever the query; they rank after the similar facts and carry
-        ``similarity`` as measured, so the account shows which got in by similarity and which by pinning.
+        The profile candidates are the seeds' user-profile block: ``context`` admits them only up to
+        ``profile_tokens``, so a user with few facts gets all of them and a user with many gets the most
+        important ones; each carries its measured similarity, so the account shows why it got in.
         """
-        hits = newest_per_key(self.store.search(user_id, query, k=(k or self.k) * 2,
-                                                min_score=self.min_score if min_score is None else min_score))
-        hits = hits[: k or self.k]
-        if self.pin_importance is None:
+        k = k or self.k
+        floor = self.min_score if min_score is None else min_score
+        ranked = self.store.search(user_id, query, k=2 * k + 20, min_score=-1.0)
+        hits = newest_per_key([h for h in ranked if h.similarity >= floor])[:k]
+        if not self.profile_tokens:
             return hits
         have = {h.fact.id for h in hits} | {h.fact.key for h in hits if h.fact.key}
-        pinned = [f for f in self.store.get(user_id, where={"importance": {"$gte": self.pin_importance}})
-                  if f.id not in have and f.key not in have]
-        return hits + newest_per_key([Hit(f, 0.0, 0.0, why="pinned") for f in pinned])
+        measured = {h.fact.id: h for h in ranked}
+        rest = sorted((f for f in self.store.get(user_id) if f.id not in have and f.key not in have),
+                      key=lambda f: (-f.importance, -f.valid_from))
+        nan = float("nan")
+        return hits + newest_per_key([Hit(f, measured[f.id].similarity if f.id in measured else nan,
+                                          measured[f.id].score if f.id in measured else nan, why="profile")
+                                      for f in rest])
 
     def context(self, user_id: str, session_id: str, query: str, budget: int = 1200) -> Context:
         """Facts, summary, newest turns (and documents) for ``query``, within ``budget`` tokens, with an account."""
@@ -175,21 +181,25 @@ class Memory:
         left = budget - doc_budget
         parts: list[Part] = []
 
-        lines, items = [], []
+        newest = window[-1] if window else None
+        reserve = min(newest.tokens, left) if newest else 0  # the newest turn is never crowded out
+        lines, items, profile_used = [], [], 0
         for h in hits:
             line = f"- {h.fact.text}"
-            if tokens.count("\n".join(lines + [line])) > left:
+            cost = tokens.count(line) + 1
+            if h.why == "profile" and profile_used + cost > self.profile_tokens:
                 break
+            if tokens.count("\n".join(lines + [line])) > left - reserve:
+                continue
+            profile_used += cost if h.why == "profile" else 0
             lines.append(line)
             items.append({"id": h.fact.id, "text": h.fact.text, "similarity": round(h.similarity, 3),
-                          "score": round(h.score, 3), "why": h.why,
-                          "source": list(h.fact.source)})
+                          "score": round(h.score, 3), "why": h.why, "source": list(h.fact.source)})
         facts_text = "\n".join(lines)
         parts.append(Part("facts", facts_text, tokens.count(facts_text), tuple(items)))
         left -= parts[-1].tokens
 
-        newest = window[-1] if window else None
-        reserve = min(newest.tokens, left) if newest else 0  # the newest turn is never crowded out
+        reserve = min(newest.tokens, left) if newest else 0
         summary_text = tokens.truncate(summary.text, max(left - reserve, 0)) if summary.text else ""
         parts.append(Part("summary", summary_text, tokens.count(summary_text),
                           tuple({"turn_id": t} for t in summary.turn_ids)))
@@ -199,9 +209,11 @@ class Memory:
         for t in reversed(window):
             if t.tokens > left and chosen:
                 break
-            chosen.insert(0, t if t.tokens <= left else Turn(t.id, t.session_id, t.user_id, t.role,
-                                                                 tokens.truncate(t.content, max(left, 0)), left, t.time))
-            left -= chosen[0].tokens
+            if t.tokens > left:  # only the newest turn can be cut, and only when it alone overflows the budget
+                cut = tokens.truncate(t.content, max(left, 0))
+                t = Turn(t.id, t.session_id, t.user_id, t.role, cut, tokens.count(cut), t.time)
+            chosen.insert(0, t)
+            left -= t.tokens
         parts.append(Part("turns", "\n".join(f"{t.role}: {t.content}" for t in chosen), sum(t.tokens for t in chosen),
                           tuple({"turn_id": t.id, "role": t.role, "tokens": t.tokens} for t in chosen)))
 

@@ -57,10 +57,15 @@ def third_person(sentence: str) -> str:
             (r"\bwe\b|\bWe\b", "User's team"), (r"\bour\b|\bOur\b", "User's team's")]
     for pat, rep in subs:
         s = re.sub(pat, rep, s)
-    s = re.sub(r"\b(User's team|User) (prefer|like|love|hate|use|work|live|want|need|have|enjoy|speak|drive|own|code)\b",
-               lambda m: f"{m.group(1)} {m.group(2)}" + ("" if m.group(2).endswith("s") else "s"), s)
-    s = re.sub(r"\bUser haves\b", "User has", s)
+    s = re.sub(r"\b(User's team|User) ((?:really |also |just |mostly |now |still |only )?)(prefer|like|love|hate|use|work|"
+               r"live|want|need|have|enjoy|speak|drive|own|code|write|run|ship|deploy|dislike|don't|do|are|stopped)\b",
+               lambda m: f"{m.group(1)} {m.group(2)}" + _third(m.group(3)), s)
     return s + "."
+
+
+def _third(verb: str) -> str:
+    return {"have": "has", "don't": "doesn't", "do": "does", "are": "is", "stopped": "stopped"}.get(
+        verb, verb if verb.endswith("s") else verb + "s")
 
 
 def _negated(s: str) -> bool:
@@ -128,7 +133,7 @@ def language(s: str, low: str) -> Iterator[Candidate]:
         yield Candidate(f"User now uses {new} (moved from {LANGUAGES[m.group(1)]}).", key="user.language",
                         value=new, importance=0.8)
         return
-    m = re.search(rf"(?:\b(?:i|we)\s+(?:now\s+)?(?:code|program|write|work|develop|build)\s+(?:\w+\s+){{0,3}}in|"
+    m = re.search(rf"(?:\b(?:i|we|my team|our team)\s+(?:now\s+)?(?:code|program|write|work|develop|build)s?\s+(?:\w+\s+){{0,3}}in|"
                   rf"\b(?:i|we)\s+(?:now\s+)?(?:mostly\s+)?(?:use|prefer|switched to|moved to)|written in|(?:most|all) of (?:my|our) (?:work|code) is|"
                   rf"改用|现在用|主要用|用)\s*({names})\b", low)
     if m and not _negated(low):
@@ -219,7 +224,7 @@ def possession(s: str, low: str) -> Iterator[Candidate]:
 
 @rule
 def place_and_work(s: str, low: str) -> Iterator[Candidate]:
-    m = re.search(r"\b(?i:(?:i|we) (?:live|am based|'m based|are based|moved|relocated|have moved|have relocated) (?:in|to)|"
+    m = re.search(r"\b(?i:(?:i|we)(?: live|'m based| am based| are based| moved| relocated| have moved| have relocated) (?:in|to)|"
                   r"i'm living in|home is) " + NAME, s) or \
         re.search(r"我(?:住在|搬到了?|在)([\u4e00-\u9fff]{2,6})(?:住|工作|生活)?", s)
     if m:

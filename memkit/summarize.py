@@ -55,8 +55,9 @@ class ExtractiveSummarizer:
         for t in turns:
             for sentence in SENT_SPLIT.split(t.content):
                 sentence = sentence.strip()
-                if sentence and self.score(sentence) > 0:
-                    kept.append(f"{t.role}: {sentence}")
+                line = f"{t.role}: {sentence}"
+                if sentence and line not in kept and self.score(sentence) > 0:
+                    kept.append(line)
         # Over budget: drop the lowest-scoring lines, oldest first among equals.
         while kept and tokens.count("\n".join(kept)) > budget:
             worst = min(range(len(kept)), key=lambda i: (self.score(kept[i].split(": ", 1)[-1]), i))

@@ -74,11 +74,13 @@ def fact_timeline(facts: Sequence[Fact], until: float | None = None) -> go.Figur
 
 
 def recall_scores(hits: Sequence[Hit], floor: float) -> go.Figure:
-    """Each candidate fact's score against the floor: above it, the fact enters the context."""
-    fig = go.Figure(go.Bar(x=[round(h.score, 3) for h in hits], y=[h.fact.text[:60] for h in hits], orientation="h",
-                           marker_color=["#54A24B" if h.score >= floor else "#E45756" for h in hits]))
+    """Each candidate fact's similarity against the floor: above it, the fact may enter the context."""
+    fig = go.Figure(go.Bar(x=[round(h.similarity, 3) for h in hits], y=[h.fact.text[:60] for h in hits],
+                           orientation="h", marker_color=["#54A24B" if h.similarity >= floor else "#E45756" for h in hits],
+                           text=[f"score {h.score:.2f}" for h in hits], textposition="outside"))
     fig.add_vline(x=floor, line_dash="dash", annotation_text=f"floor {floor}")
-    fig.update_layout(title="Score = 0.7·similarity + 0.3·importance", xaxis_title="score",
+    fig.update_layout(title="Similarity against the floor (ranked by 0.7·similarity + 0.3·importance)",
+                      xaxis_title="similarity",
                       yaxis={"autorange": "reversed"}, height=140 + 30 * len(hits), margin={"t": 40})
     return fig
 
@@ -91,6 +93,15 @@ def budget_breakdown(ctx: Context) -> go.Figure:
                              marker_color=PALETTE.get(p.name)))
     fig.add_vline(x=ctx.budget, line_dash="dash", annotation_text=f"budget {ctx.budget}")
     fig.update_layout(barmode="stack", height=200, title=f"{ctx.tokens} of {ctx.budget} tokens", margin={"t": 40})
+    return fig
+
+
+def episodic_trace(trace: pd.DataFrame) -> go.Figure:
+    """Window and summary size (tokens) per turn of a replayed session."""
+    fig = go.Figure()
+    for col, color in (("window_tokens", PALETTE["turns"]), ("summary_tokens", PALETTE["summary"])):
+        fig.add_trace(go.Scatter(x=trace["turn"], y=trace[col], name=col.replace("_", " "), line_color=color))
+    fig.update_layout(title="Window and summary size per turn (tokens)", height=320, margin={"t": 40})
     return fig
 
 

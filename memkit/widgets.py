@@ -1,0 +1,151 @@
+"""Thin ipywidgets views over memkit objects: they call memkit and draw with ``memkit.viz``.
+
+Each view has ``show()``/``widget``; pass ``display=False`` in headless runs to build it without rendering.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import ipywidgets as W
+import pandas as pd
+from IPython.display import display as ipy_display
+
+from . import reconcile, viz
+from .facts import FactStore
+from .memory import Memory
+from .rules import RuleExtractor
+from .types import Event
+
+
+def _html_table(df: Any) -> str:
+    return df.to_html(index=False, border=0, escape=True) if len(df) else "<i>(none)</i>"
+
+
+class _View:
+    widget: W.Widget
+
+    def show(self) -> "_View":
+        ipy_display(self.widget)
+        return self
+
+    def _ipython_display_(self) -> None:
+        ipy_display(self.widget)
+
+
+class LayerInspector(_View):
+    """Type a turn, watch the episodic window, the summary and the user's facts change."""
+
+    def __init__(self, memory: Memory, user_id: str, session_id: str, display: bool = True) -> None:
+        self.memory, self.user_id, self.session_id = memory, user_id, session_id
+        self.text = W.Text(placeholder="Say something as the user…", layout=W.Layout(width="70%"))
+        self.send_button = W.Button(description="send", button_style="primary")
+        self.window_html, self.facts_html, self.events_html = W.HTML(), W.HTML(), W.HTML()
+        self.send_button.on_click(lambda _: self.send(self.text.value))
+        self.text.on_submit(lambda _: self.send(self.text.value))
+        self.widget = W.VBox([
+            W.HBox([self.text, self.send_button]),
+            W.HBox([W.VBox([W.HTML("<b>Episodic: window + summary</b>"), self.window_html], layout=W.Layout(width="50%")),
+                    W.VBox([W.HTML("<b>Semantic: current facts</b>"), self.facts_html], layout=W.Layout(width="50%"))]),
+            W.HTML("<b>Events of the last turn</b>"), self.events_html])
+        self.refresh([])
+        if display:
+            self.show()
+
+    def send(self, text: str, role: str = "user") -> list[Event]:
+        """Observe one turn and redraw."""
+        if not text.strip():
+            return []
+        events = self.memory.observe(self.user_id, self.session_id, role, text)
+        self.text.value = ""
+        self.refresh(events)
+        return events
+
+    def refresh(self, events: Sequence[Event]) -> None:
+        buf = self.memory.session(self.user_id, self.session_id)
+        lines = [f"<div><code>{t.role}</code> {_esc(t.content[:200])} "
+                 f"<small>({t.tokens} tok)</small></div>" for t in buf.window]
+        summary = f"<div style='color:#b35c00'><b>summary</b> ({buf.summary.tokens} tok): {_esc(buf.summary.text)}</div>" \
+            if buf.summary.text else ""
+        self.window_html.value = summary + "".join(lines) + \
+            f"<small>window {buf.window_tokens_used}/{buf.window_tokens} tokens</small>"
+        self.facts_html.value = _html_table(viz.facts_table(self.memory.store.get(self.user_id))[["key", "text"]])
+        self.events_html.value = _html_table(viz.events_table(events)[["event", "key", "after", "reason"]])
+
+
+class ConflictTimeline(_View):
+    """Pick a policy, scrub through a conversation, see the events and the fact versions at each step."""
+
+    def __init__(self, turns: Sequence[str], policies: Sequence[str] = ("similarity", "keyed", "append", "temporal"),
+                 embedder: Any = None, display: bool = True) -> None:
+        self.turns = list(turns)
+        self.steps: dict[str, list[tuple[list[Event], list]]] = {}
+        extractor = RuleExtractor()
+        for policy in policies:  # replay once per policy, keep every step
+            store = FactStore.ephemeral(embedder)
+            states = []
+            for i, text in enumerate(self.turns):
+                events = reconcile.plan(policy, store, "u", extractor.extract(text, (f"t{i + 1}",)), t=1000.0 + i)
+                reconcile.apply(store, "u", events)
+                states.append((events, store.get("u", include_superseded=True)))
+            self.steps[policy] = states
+        self.policy = W.Dropdown(options=list(policies), value=list(policies)[0], description="policy")
+        self.step = W.IntSlider(min=1, max=len(self.turns), value=len(self.turns), description="turn")
+        self.turn_html, self.events_html, self.facts_html = W.HTML(), W.HTML(), W.HTML()
+        self.plot = W.Output()
+        for w in (self.policy, self.step):
+            w.observe(lambda _: self.refresh(), names="value")
+        self.widget = W.VBox([W.HBox([self.policy, self.step]), self.turn_html, self.events_html, self.facts_html,
+                              self.plot])
+        self.refresh()
+        if display:
+            self.show()
+
+    def state(self, policy: str, step: int) -> tuple[list[Event], list]:
+        return self.steps[policy][step - 1]
+
+    def refresh(self) -> None:
+        events, facts = self.state(self.policy.value, self.step.value)
+        self.turn_html.value = f"<b>turn {self.step.value}:</b> {_esc(self.turns[self.step.value - 1])}"
+        self.events_html.value = _html_table(viz.events_table(events)[["event", "key", "before", "after"]])
+        self.facts_html.value = _html_table(viz.facts_table(facts)[["key", "text", "current"]])
+        self.plot.clear_output(wait=True)
+        with self.plot:
+            if facts:
+                viz.fact_timeline(facts, until=1000.0 + len(self.turns)).show()
+
+
+class RecallExplorer(_View):
+    """A query box with k and floor sliders: scored hits against the floor and the resulting context."""
+
+    def __init__(self, memory: Memory, user_id: str, session_id: str, query: str = "", budget: int = 600,
+                 display: bool = True) -> None:
+        self.memory, self.user_id, self.session_id, self.budget = memory, user_id, session_id, budget
+        self.query = W.Text(value=query, description="query", layout=W.Layout(width="70%"))
+        self.k = W.IntSlider(value=memory.k, min=1, max=10, description="k")
+        self.floor = W.FloatSlider(value=memory.min_score, min=0.0, max=1.0, step=0.05, description="floor")
+        self.table_html = W.HTML()
+        self.plot = W.Output()
+        for w in (self.query, self.k, self.floor):
+            w.observe(lambda _: self.refresh(), names="value")
+        self.widget = W.VBox([self.query, W.HBox([self.k, self.floor]), self.plot, self.table_html])
+        self.refresh()
+        if display:
+            self.show()
+
+    def refresh(self) -> None:
+        self.memory.k, self.memory.min_score = self.k.value, self.floor.value
+        hits = self.memory.store.search(self.user_id, self.query.value, k=10, min_score=-1.0)
+        ctx = self.memory.context(self.user_id, self.session_id, self.query.value, budget=self.budget)
+        self.table_html.value = _html_table(viz.context_table(ctx)) + \
+            "<br>" + _html_table(pd.DataFrame(ctx.account()))
+        self.plot.clear_output(wait=True)
+        with self.plot:
+            if hits:
+                viz.recall_scores(hits, self.floor.value).show()
+
+
+def _esc(text: str) -> str:
+    import html
+
+    return html.escape(text)
