@@ -85,6 +85,10 @@ class FactStore:
         return cls(client, embedder, namespace, backend="http")
 
     # ---- collections -------------------------------------------------------------------------
+    def collection_name(self, user_id: str) -> str:
+        """The Chroma collection that holds ``user_id``'s current facts (a hash: ids never reach Chroma as-is)."""
+        return self._name(validate.user_id(user_id), "facts")
+
     def _name(self, user_id: str, part: str) -> str:
         return f"{self.namespace}-{part}-{hashlib.sha256(user_id.encode('utf-8')).hexdigest()[:40]}"
 

@@ -520,8 +520,10 @@ from memkit import FactStore, IsolationError, Memory, MemkitError, MissingUserId
 from memkit.types import Fact
 
 memory = Memory()
-memory.observe("alice", "a1", "user", "I prefer metric units. My sister Ann is a nurse.")
-memory.observe("bob", "b1", "user", "I prefer imperial units. My sister Ann is a pilot.")
+for user, session, text in [("alice", "a1", "I prefer metric units. My sister Ann is a nurse."),
+                            ("bob", "b1", "I prefer imperial units. My sister Ann is a pilot.")]:
+    events = memory.observe(user, session, "user", text)
+    print(user, [e.kind.value + " " + e.after.text for e in events])
 """),
     code("""
 for user in ["alice", "bob"]:
@@ -541,7 +543,9 @@ pd.DataFrame([{"user_id": u, "facts": len(store.get(u)),
 """),
     md("## The layout\nEach user's facts live in their own collection, named by a hash of the id (Chroma names allow only `[a-zA-Z0-9._-]`), so no filter can reach across:"),
     code("""
-pd.DataFrame([{"user_id": u, "collection": store._name(u, "facts")} for u in ["alice", "bob", "alice2"]])
+# the store's namespace prefix is random for in-memory stores; the hash part is the user's
+pd.DataFrame([{"user_id": u, "collection": store.collection_name(u).removeprefix(store.namespace + "-")}
+              for u in ["alice", "bob", "alice2"]])
 """),
     md("## What the store refuses"),
     code("""

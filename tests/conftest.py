@@ -18,23 +18,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 from fake_openai import FakeOpenAI  # noqa: E402
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _isolated_home(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Caches (tiktoken files, onnxruntime) go to a throwaway home, never the user's."""
-    home = tmp_path_factory.mktemp("home")
-    os.environ["HOME"] = str(home)
-    os.environ["MEMKIT_CACHE_DIR"] = str(home / "memkit-cache")
-    os.environ["ANONYMIZED_TELEMETRY"] = "False"
-
-
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test sees a real endpoint or key from the developer's shell."""
-    for name in list(os.environ):
-        if name.startswith(("MEMKIT_LLM", "MEMKIT_EMBED", "OPENAI_")):
-            monkeypatch.delenv(name, raising=False)
-
-
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
