@@ -1,4 +1,4 @@
-"""The ``memkit`` command: ``demo`` now; ``bench``, ``bench-scale`` and ``sweep`` as the evaluation lands."""
+"""The ``memkit`` command: ``demo``, ``bench``, ``bench-scale`` and ``sweep``."""
 
 from __future__ import annotations
 
@@ -18,12 +18,32 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0 if "metric" in friday.text.lower() else 1
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from .sweep import parse_param, run_sweep
+
+    params = dict(parse_param(p) for p in args.param)
+    sweep = run_sweep(args.notebook, params, args.out, metric=args.metric)
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(sweep.round(3).to_string(index=False))
+    print(f"\nwrote {args.out}/sweep.csv, sweep.html and one executed notebook per run")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="memkit", description="Two-layer memory for agents, offline by default.")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="play the Tuesday/Friday story and print both layers and Friday's context")
     demo.add_argument("--budget", type=int, default=400, help="context budget in tokens")
     demo.set_defaults(func=cmd_demo)
+    sweep = sub.add_parser("sweep", help="run a notebook over a parameter grid (papermill) and collect its results")
+    sweep.add_argument("notebook", help="e.g. notebooks/07_strategies.ipynb")
+    sweep.add_argument("-p", "--param", action="append", default=[], metavar="NAME=V1,V2",
+                       help="a parameter and its values; repeat for a grid; a JSON list value: NAME=[...]")
+    sweep.add_argument("--metric", default=None, help="result column to plot (default: the first numeric one)")
+    sweep.add_argument("--out", required=True)
+    sweep.set_defaults(func=cmd_sweep)
     for register in _extensions():
         register(sub)
     args = parser.parse_args(argv)

@@ -1,0 +1,84 @@
+"""Run a notebook over a parameter grid with papermill and collect each run's result table (a sweep)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+import pandas as pd
+import plotly.express as px
+
+from .errors import MemkitError
+
+
+def parse_param(spec: str) -> tuple[str, list[Any]]:
+    """``"budget=600,1200"`` -> ``("budget", [600, 1200])``; a value starting with ``[`` is one JSON list."""
+    if "=" not in spec:
+        raise MemkitError(f"a parameter is NAME=V1,V2,...; got {spec!r}")
+    name, raw = spec.split("=", 1)
+    values = [raw] if raw.strip().startswith("[") else raw.split(",")
+    out = []
+    for v in values:
+        try:
+            out.append(json.loads(v))
+        except json.JSONDecodeError:
+            out.append(v)
+    return name.strip(), out
+
+
+def grid(params: dict[str, Sequence[Any]]) -> list[dict[str, Any]]:
+    """Every combination of the parameter values."""
+    names = list(params)
+    return [dict(zip(names, combo)) for combo in itertools.product(*(params[n] for n in names))]
+
+
+def run_sweep(notebook: str | Path, params: dict[str, Sequence[Any]], out: str | Path, metric: str | None = None,
+              kernel_name: str = "python3", progress: bool = True) -> pd.DataFrame:
+    """Execute ``notebook`` once per grid point into ``out``; return (and write) all result tables as one."""
+    import papermill
+
+    notebook, out = Path(notebook).resolve(), Path(out)
+    if not notebook.is_file():
+        raise MemkitError(f"no such notebook: {notebook}")
+    out.mkdir(parents=True, exist_ok=True)
+    points = grid(params)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(points), desc=f"sweep {notebook.stem}", unit="run")
+    tables = []
+    for i, point in enumerate(points):
+        result = (out / f"run-{i:03d}.csv").resolve()
+        papermill.execute_notebook(str(notebook), str(out / f"run-{i:03d}.ipynb"),
+                                   parameters={**point, "result_path": str(result)}, cwd=str(notebook.parent),
+                                   kernel_name=kernel_name, progress_bar=False, log_output=False)
+        if not result.exists():
+            raise MemkitError(f"{notebook.name} wrote no result table; does it have a `result_path` parameter?")
+        table = pd.read_csv(result)
+        for name, value in point.items():
+            table[name] = json.dumps(value) if isinstance(value, (list, dict)) else value
+        table["run"] = i
+        tables.append(table)
+        if bar:
+            bar.update(1)
+    if bar:
+        bar.close()
+    sweep = pd.concat(tables, ignore_index=True)
+    sweep.to_csv(out / "sweep.csv", index=False)
+    sweep_figure(sweep, list(params), metric).write_html(out / "sweep.html", include_plotlyjs=True)
+    return sweep
+
+
+def sweep_figure(sweep: pd.DataFrame, params: Sequence[str], metric: str | None = None) -> Any:
+    """The metric against the first swept parameter, one line per label column (e.g. strategy)."""
+    numeric = [c for c in sweep.select_dtypes("number").columns if c not in params and c != "run"]
+    metric = metric or (numeric[0] if numeric else None)
+    if metric is None or metric not in sweep:
+        raise MemkitError(f"no numeric result column to plot; columns: {list(sweep.columns)}")
+    labels = [c for c in sweep.columns if sweep[c].dtype == object and c not in params]
+    x = params[0] if params else "run"
+    return px.line(sweep, x=x, y=metric, color=labels[0] if labels else None, markers=True,
+                   title=f"{metric} by {x}")

@@ -1,0 +1,82 @@
+from pathlib import Path
+
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+
+from memkit import FactStore, MemkitError, Memory, viz
+from memkit.sweep import grid, parse_param, run_sweep
+from memkit.widgets import ConflictTimeline, LayerInspector, RecallExplorer
+
+NB7 = Path(__file__).parents[1] / "notebooks" / "07_strategies.ipynb"
+
+
+def test_parse_param_and_grid():
+    assert parse_param("budget=600,1200") == ("budget", [600, 1200])
+    assert parse_param("LLM=false") == ("LLM", [False])
+    assert parse_param('strategies=["window","two-layer:keyed"]') == ("strategies", [["window", "two-layer:keyed"]])
+    assert parse_param("policy=keyed,temporal") == ("policy", ["keyed", "temporal"])
+    with pytest.raises(MemkitError):
+        parse_param("budget")
+    assert grid({"a": [1, 2], "b": ["x"]}) == [{"a": 1, "b": "x"}, {"a": 2, "b": "x"}]
+
+
+def test_sweep_runs_a_notebook_over_a_grid(tmp_path):
+    sweep = run_sweep(NB7, {"size": [1], "budget": [300, 900], "strategies": [["window", "two-layer:keyed"]]},
+                      tmp_path, metric="evidence_recall", progress=False)
+    assert sorted(set(sweep["budget"])) == [300, 900]
+    assert set(sweep["strategy"]) == {"window", "two-layer:keyed"} and len(sweep) == 4
+    assert pd.read_csv(tmp_path / "sweep.csv").shape == sweep.shape
+    assert (tmp_path / "sweep.html").stat().st_size > 10_000
+    assert (tmp_path / "run-001.ipynb").exists()
+    window = sweep[sweep["strategy"] == "window"].set_index("budget")["context_tokens"]
+    assert window[900] > window[300]  # the parameter really reached the notebook
+
+
+def test_sweep_errors(tmp_path):
+    with pytest.raises(MemkitError, match="no such notebook"):
+        run_sweep(tmp_path / "missing.ipynb", {}, tmp_path, progress=False)
+
+
+def test_layer_inspector_updates_on_send(embedder):
+    m = Memory(store=FactStore.ephemeral(embedder))
+    view = LayerInspector(m, "u", "s", display=False)
+    assert "(none)" in view.facts_html.value
+    events = view.send("I prefer metric units.")
+    assert [e.kind.value for e in events] == ["ADD"]
+    assert "User prefers metric units." in view.facts_html.value and "ADD" in view.events_html.value
+    assert "I prefer metric units." in view.window_html.value
+    assert view.send("   ") == []
+
+
+def test_conflict_timeline_scrubs_per_policy(embedder):
+    turns = ["I prefer metric units.", "I don't want metric units anymore, give me miles."]
+    view = ConflictTimeline(turns, policies=["similarity", "keyed"], embedder=embedder, display=False)
+    _, facts = view.state("similarity", 2)
+    assert len([f for f in facts if f.key == "user.units"]) == 2
+    _, facts = view.state("keyed", 2)
+    assert [f.value for f in facts] == ["imperial"]
+    view.policy.value, view.step.value = "keyed", 1
+    assert "metric" in view.facts_html.value and "imperial" not in view.facts_html.value
+
+
+def test_recall_explorer_follows_the_floor(embedder):
+    m = Memory(store=FactStore.ephemeral(embedder), profile_tokens=0)
+    m.observe("u", "s", "user", "I prefer metric units. My sister Ann is a nurse.")
+    view = RecallExplorer(m, "u", "q", query="Which units should I use?", display=False)
+    assert "User prefers metric units." in view.table_html.value
+    view.floor.value = 0.95
+    assert "User prefers metric units." not in view.table_html.value
+
+
+def test_viz_functions_return_figures_and_tables(embedder):
+    m = Memory(store=FactStore.ephemeral(embedder))
+    m.observe("u", "s", "user", "I prefer metric units.")
+    ctx = m.context("u", "s", "units?", budget=100)
+    assert isinstance(viz.budget_breakdown(ctx), go.Figure)
+    assert [t.name.split(" ")[0] for t in viz.budget_breakdown(ctx).data] == ["facts", "summary", "turns"]
+    assert list(viz.context_table(ctx)["part"]) == ["facts", "turns"]
+    hits = m.store.search("u", "units", min_score=-1)
+    assert len(viz.recall_scores(hits, 0.3).data[0].x) == len(hits)
+    assert len(viz.fact_timeline(m.store.get("u")).data) == 1
+    assert isinstance(viz.layers(m.session("u", "s").window, "", m.store.get("u")), go.Figure)
