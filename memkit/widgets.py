@@ -38,11 +38,12 @@ class LayerInspector(_View):
 
     def __init__(self, memory: Memory, user_id: str, session_id: str, display: bool = True) -> None:
         self.memory, self.user_id, self.session_id = memory, user_id, session_id
-        self.text = W.Text(placeholder="Say something as the user…", layout=W.Layout(width="70%"))
+        self.text = W.Text(placeholder="Say something as the user…", layout=W.Layout(width="70%"),
+                           continuous_update=False)
         self.send_button = W.Button(description="send", button_style="primary")
         self.window_html, self.facts_html, self.events_html = W.HTML(), W.HTML(), W.HTML()
         self.send_button.on_click(lambda _: self.send(self.text.value))
-        self.text.on_submit(lambda _: self.send(self.text.value))
+        self.text.observe(lambda change: self.send(change["new"]), names="value")  # Enter sends
         self.widget = W.VBox([
             W.HBox([self.text, self.send_button]),
             W.HBox([W.VBox([W.HTML("<b>Episodic: window + summary</b>"), self.window_html], layout=W.Layout(width="50%")),

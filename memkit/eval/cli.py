@@ -25,8 +25,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.limit:
         convs = convs[: args.limit]
     strategies = args.strategy or list(DEFAULT_STRATEGIES)
+    options = {"profile_tokens": args.profile_tokens}
+    if args.floor is not None:
+        options["min_score"] = args.floor
     results, summary, confusion = run(convs, strategies, budget=args.budget, k=args.k, progress=True,
-                                      per_turn_tokens=not args.no_turn_tokens)
+                                      per_turn_tokens=not args.no_turn_tokens, **options)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     results.to_csv(out / "results.csv", index=False)
@@ -34,7 +37,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     confusion.to_csv(out / "confusion.csv", index=False)
     strategy_comparison(summary).write_html(out / "plot.html", include_plotlyjs=True)
     (out / "run.json").write_text(json.dumps({"data": str(args.data), "format": args.format, "conversations": len(convs),
-                                              "strategies": strategies, "budget": args.budget, "k": args.k}, indent=2))
+                                              "strategies": strategies, "budget": args.budget, "k": args.k,
+                                              **options}, indent=2))
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(summary[summary["type"] == "all"][[c for c in SHOWN if c in summary]].round(3).to_string(index=False))
         print()
@@ -57,6 +61,30 @@ def cmd_bench_scale(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench_embed(args: argparse.Namespace) -> int:
+    import time
+
+    from ..embed import MiniLMEmbedder
+    from .scale import synthetic_facts
+
+    import random
+
+    texts = [f.text for f in synthetic_facts("bench", args.n, random.Random(0))]
+    rows = []
+    for batch in args.batch:
+        e = MiniLMEmbedder(batch_size=batch)
+        e(texts[:batch])  # load the model outside the timing
+        start = time.perf_counter()
+        e(texts)
+        rows.append({"batch": batch, "sentences": len(texts), "sentences_per_s": round(len(texts) / (time.perf_counter() - start), 1)})
+    table = pd.DataFrame(rows)
+    print(table.to_string(index=False))
+    if args.out:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        table.to_csv(Path(args.out) / "embed.csv", index=False)
+    return 0
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     b = sub.add_parser("bench", help="compare memory strategies on a benchmark file")
     b.add_argument("--data", required=True, help="memkit JSONL, locomo10.json or longmemeval_*.json")
@@ -64,6 +92,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--strategy", action="append", choices=STRATEGIES, help="repeat for several (default: %(default)s)")
     b.add_argument("--budget", type=int, default=1200, help="context budget in tokens")
     b.add_argument("--k", type=int, default=5, help="facts retrieved per query")
+    b.add_argument("--profile-tokens", type=int, default=150,
+                   help="two-layer: tokens for the user-profile block (0: similarity search only)")
+    b.add_argument("--floor", type=float, default=None, help="two-layer: similarity floor (default 0.3)")
     b.add_argument("--limit", type=int, default=0, help="only the first N conversations")
     b.add_argument("--no-turn-tokens", action="store_true", help="skip building a context at every turn (faster)")
     b.add_argument("--out", required=True, help="folder for results.csv, summary.csv, plot.html")
@@ -74,3 +105,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--queries", type=int, default=200)
     s.add_argument("--out", required=True)
     s.set_defaults(func=cmd_bench_scale)
+    e = sub.add_parser("bench-embed", help="offline embedder throughput (short sentences per second)")
+    e.add_argument("--n", type=int, default=2000)
+    e.add_argument("--batch", type=int, action="append", default=None, help="batch size; repeat (default 64)")
+    e.add_argument("--out", default="")
+    e.set_defaults(func=lambda a: cmd_bench_embed(argparse.Namespace(**{**vars(a), "batch": a.batch or [64]})))

@@ -18,9 +18,9 @@ DEFAULT_STRATEGIES = ("full", "window", "summary", "two-layer:keyed", "two-layer
 
 
 def run_conversation(conv: Conversation, strategy: str, budget: int, k: int, store: FactStore,
-                     per_turn_tokens: bool = True) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+                     per_turn_tokens: bool = True, **memory_options: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Feed one conversation to one strategy; return its probe rows and its per-conversation stats."""
-    s = make(strategy, conv.user_id, budget, store=store, k=k)
+    s = make(strategy, conv.user_id, budget, store=store, k=k, **memory_options)
     gold = {op["turn"]: op["op"] for op in conv.ops}
     rows, turn_tokens, writes, reads = [], [], [], []
     confusion: dict[tuple[str, str], int] = {}
@@ -61,8 +61,11 @@ def run_conversation(conv: Conversation, strategy: str, budget: int, k: int, sto
 
 def run(conversations: Sequence[Conversation], strategies: Iterable[str] = DEFAULT_STRATEGIES, budget: int = 1200,
         k: int = 5, store: FactStore | None = None, progress: bool = False,
-        per_turn_tokens: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Every strategy on every conversation: (results per probe, summary per strategy and type, op confusion)."""
+        per_turn_tokens: bool = True, **memory_options: Any) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Every strategy on every conversation: (results per probe, summary per strategy and type, op confusion).
+
+    ``memory_options`` go to the two-layer strategies' ``Memory`` (e.g. ``profile_tokens=0``, ``min_score``).
+    """
     strategies = list(strategies)
     for name in strategies:
         if name not in STRATEGIES:
@@ -76,7 +79,7 @@ def run(conversations: Sequence[Conversation], strategies: Iterable[str] = DEFAU
         bar = tqdm(total=len(jobs), desc="bench", unit="conv")
     rows, stats = [], []
     for conv, name in jobs:
-        r, st = run_conversation(_scoped(conv, name), name, budget, k, store, per_turn_tokens)
+        r, st = run_conversation(_scoped(conv, name), name, budget, k, store, per_turn_tokens, **memory_options)
         rows += r
         stats.append(st)
         if bar:
