@@ -17,7 +17,7 @@ from .extract import Extractor, LLMExtractor
 from .facts import DEFAULT_FLOOR, FactStore
 from .rules import RuleExtractor
 from .summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
-from .types import Candidate, Context, Event, EventKind, Hit, Part, Turn
+from .types import Candidate, Context, Event, EventKind, Fact, Hit, Part, Turn
 
 Retriever = Callable[[str], Sequence[str]]
 
@@ -149,7 +149,8 @@ class Memory:
     # ---- read path ---------------------------------------------------------------------------
     def search(self, user_id: str, query: str, k: int | None = None, min_score: float | None = None) -> list[Hit]:
         """The user's facts for ``query``: the top ``k`` above the similarity floor (``why="similar"``), then
-        the rest of the current facts, most important first (``why="profile"``), one per key.
+        the rest of the current facts, most important first (``why="profile"``). Under ``append`` only the
+        newest fact of each key is shown (add-only stores resolve conflicts at read time).
 
         The profile candidates are the seeds' user-profile block: ``context`` admits them only up to
         ``profile_tokens``, so a user with few facts gets all of them and a user with many gets the most
@@ -158,17 +159,28 @@ class Memory:
         k = k or self.k
         floor = self.min_score if min_score is None else min_score
         ranked = self.store.search(user_id, query, k=2 * k + 20, min_score=-1.0)
-        hits = newest_per_key([h for h in ranked if h.similarity >= floor])[:k]
+        measured = {h.fact.id: h for h in ranked}
+        current = self.store.get(user_id)
+        newest = {h.fact.key: h.fact for h in newest_per_key([Hit(f, 0.0, 0.0) for f in current]) if h.fact.key}
+        if self.policy == "append":
+            current = [newest.get(f.key, f) for f in current if f.key is None or newest[f.key].id == f.id]
+        nan = float("nan")
+
+        def as_hit(f: Fact, why: str) -> Hit:
+            m = measured.get(f.id)
+            return Hit(f, m.similarity if m else nan, m.score if m else nan, why=why)
+
+        matched = [h for h in ranked if h.similarity >= floor]
+        if self.policy == "append":  # add-only: a key's newest fact stands in for an older one that matched
+            hits = newest_per_key([as_hit(newest.get(h.fact.key, h.fact), "similar") for h in matched])[:k]
+        else:  # other policies resolve conflicts when writing; what is stored is what is shown
+            hits = [as_hit(h.fact, "similar") for h in matched][:k]
         if not self.profile_tokens:
             return hits
         have = {h.fact.id for h in hits} | {h.fact.key for h in hits if h.fact.key}
-        measured = {h.fact.id: h for h in ranked}
-        rest = sorted((f for f in self.store.get(user_id) if f.id not in have and f.key not in have),
+        rest = sorted((f for f in current if f.id not in have and f.key not in have),
                       key=lambda f: (-f.importance, -f.valid_from))
-        nan = float("nan")
-        return hits + newest_per_key([Hit(f, measured[f.id].similarity if f.id in measured else nan,
-                                          measured[f.id].score if f.id in measured else nan, why="profile")
-                                      for f in rest])
+        return hits + [as_hit(f, "profile") for f in rest]
 
     def context(self, user_id: str, session_id: str, query: str, budget: int = 1200) -> Context:
         """Facts, summary, newest turns (and documents) for ``query``, within ``budget`` tokens, with an account."""

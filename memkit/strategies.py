@@ -74,7 +74,7 @@ class SlidingWindow(FullHistory):
         return _turn_context(chosen, budget)
 
 
-class SummaryCompression:
+class SummaryCompression(FullHistory):
     """The newest turns plus a running summary of older ones, across sessions (60/40 split of the budget)."""
 
     name = "summary"
@@ -82,13 +82,6 @@ class SummaryCompression:
     def __init__(self, user_id: str, budget: int, summary_share: float = 0.4) -> None:
         self.buf = EpisodicBuffer("all", user_id, window_tokens=int(budget * (1 - summary_share)),
                                   summary_tokens=int(budget * summary_share))
-
-    def observe(self, session_id: str, turn_id: str, role: str, content: str, time: float | None) -> list[Event]:
-        self.buf.append(role, content, turn_id, time)
-        return []
-
-    def end_session(self, session_id: str) -> None:
-        pass
 
     def context(self, session_id: str, query: str, budget: int) -> Context:
         return _turn_context(self.buf.window, budget, self.buf.summary.text, ())
