@@ -27,7 +27,7 @@ class MiniLMEmbedder(EmbeddingFunction[Documents]):
     dimension = 384
     model_id = "all-MiniLM-L6-v2-int8"
 
-    def __init__(self, batch_size: int = 64, threads: int = 0) -> None:
+    def __init__(self, batch_size: int = 128, threads: int = 0) -> None:
         self.batch_size = batch_size
         self.threads = threads
         self._session: Any = None
@@ -57,9 +57,13 @@ class MiniLMEmbedder(EmbeddingFunction[Documents]):
         with self._lock:
             if self._session is None:
                 self._load()
-        out: list[np.ndarray] = []
-        for i in range(0, len(texts), self.batch_size):
-            out.extend(self._embed_batch(texts[i : i + self.batch_size]))
+        # batches of similar length waste little on padding: sort by length, embed, restore the order
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out: list[np.ndarray] = [np.empty(0, np.float32)] * len(texts)
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            for i, vec in zip(idx, self._embed_batch([texts[i] for i in idx])):
+                out[i] = vec
         return out
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
@@ -88,7 +92,7 @@ class MiniLMEmbedder(EmbeddingFunction[Documents]):
 
     @staticmethod
     def build_from_config(config: dict[str, Any]) -> "MiniLMEmbedder":
-        return MiniLMEmbedder(batch_size=int(config.get("batch_size", 64)))
+        return MiniLMEmbedder(batch_size=int(config.get("batch_size", 128)))
 
 
 @register_embedding_function

@@ -65,11 +65,11 @@ def cmd_bench_embed(args: argparse.Namespace) -> int:
     import time
 
     from ..embed import MiniLMEmbedder
-    from .scale import synthetic_facts
-
     import random
 
-    texts = [f.text for f in synthetic_facts("bench", args.n, random.Random(0))]
+    from .scale import short_sentences
+
+    texts = short_sentences(args.n, random.Random(0))
     rows = []
     for batch in args.batch:
         e = MiniLMEmbedder(batch_size=batch)

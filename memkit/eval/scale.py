@@ -32,6 +32,11 @@ def synthetic_facts(user_id: str, n: int, rng: random.Random) -> list[Fact]:
     return out
 
 
+def short_sentences(n: int, rng: random.Random) -> list[str]:
+    """``n`` short fact-like sentences (5-10 tokens), for embedder throughput."""
+    return [f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)}." for _ in range(n)]
+
+
 def _pct(xs: Sequence[float]) -> tuple[float, float]:
     return float(np.percentile(xs, 50)), float(np.percentile(xs, 95))
 
