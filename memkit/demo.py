@@ -52,7 +52,10 @@ def render(memory: Memory, friday: Context, without: Context) -> str:
             f"  summary: {buf.summary.text or '(empty: nothing has left the window yet)'}", "",
             f"== Context Friday's first turn receives ({friday.tokens}/{friday.budget} tokens)"]
     out += [f"  [{m['role']}] {m['content']}" for m in friday.messages]
-    out += ["", "  account: " + ", ".join(f"{p['part']}={p['tokens']} tok" for p in friday.account()), "",
+    out += ["", "  account: " + ", ".join(f"{p['part']}={p['tokens']} tok" for p in friday.account())]
+    out += [f"    {i['text']}  <- {i['why']} (similarity {i['similarity']:.2f})"
+            for p in friday.parts if p.name == "facts" for i in p.items]
+    out += ["",
             "== Without the semantic layer, Friday's context is only:"]
     out += [f"  [{m['role']}] {m['content']}" for m in without.messages]
     has = "metric" in friday.text.lower()

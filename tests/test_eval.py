@@ -138,3 +138,29 @@ def test_bench_scale_small(tmp_path):
     assert row["facts"] == 200 and row["facts_per_user"] == 20
     assert row["write_facts_per_s"] > 0 and row["read_p95_ms"] >= row["read_p50_ms"] > 0
     assert row["read_overhead_p50"] > 0
+
+
+def test_judged_answer_column_through_a_fake_endpoint(fake_llm):
+    from memkit import OpenAIChat
+
+    convs = load(DATA / "longmemeval_sample.json")
+    fake_llm.enqueue("You prefer metric units.", '{"correct": true}',          # q1
+                     "I don't know.", "```json\n{\"correct\": true}\n```")       # q2 (abstention)
+    results, summary, _ = run(convs, ["two-layer:keyed"], budget=300, store=FactStore.ephemeral(),
+                              judge_model=OpenAIChat("judge", base_url=fake_llm.base_url), per_turn_tokens=False)
+    assert list(results["judged_correct"]) == [1.0, 1.0]
+    assert results["judged_answer"][0] == "You prefer metric units."
+    answer_request = fake_llm.requests[0]["body"]["messages"][1]["content"]
+    assert "User prefers metric units." in answer_request and "What units do I prefer?" in answer_request
+    assert "judged_correct" in summary.columns
+    fake_llm.enqueue("Metric.", "the answer seems right")                        # unparsable grade
+    fake_llm.enqueue("No idea.", '{"correct": false}')
+    results, _, _ = run(convs, ["two-layer:keyed"], budget=300, store=FactStore.ephemeral(),
+                        judge_model=OpenAIChat("judge", base_url=fake_llm.base_url), per_turn_tokens=False)
+    assert math.isnan(results["judged_correct"][0]) and results["judged_correct"][1] == 0.0
+
+
+def test_judge_flag_needs_an_endpoint(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "memkit.cli", "bench", "--data", str(SUITE), "--limit", "1", "--judge",
+                        "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "MEMKIT_LLM_MODEL" in r.stderr

@@ -12,7 +12,7 @@ from ..strategies import STRATEGIES
 from .data import FORMATS
 from .runner import DEFAULT_STRATEGIES
 
-SHOWN = ["strategy", "evidence_recall", "answer_in_context", "context_tokens", "tokens_per_turn", "stale",
+SHOWN = ["strategy", "evidence_recall", "answer_in_context", "judged_correct", "context_tokens", "tokens_per_turn", "stale",
          "op_accuracy", "duplicate_rate", "read_p50_ms", "read_p95_ms", "write_p50_ms", "write_p95_ms"]
 
 
@@ -25,11 +25,19 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.limit:
         convs = convs[: args.limit]
     strategies = args.strategy or list(DEFAULT_STRATEGIES)
+    judge_model = None
+    if args.judge:
+        from ..config import Settings
+        from ..errors import ConfigError
+
+        judge_model = Settings.from_env().chat_model()
+        if judge_model is None:
+            raise ConfigError("--judge needs a chat model: set MEMKIT_LLM_BASE_URL and MEMKIT_LLM_MODEL")
     options = {"profile_tokens": args.profile_tokens}
     if args.floor is not None:
         options["min_score"] = args.floor
     results, summary, confusion = run(convs, strategies, budget=args.budget, k=args.k, progress=True,
-                                      per_turn_tokens=not args.no_turn_tokens, **options)
+                                      per_turn_tokens=not args.no_turn_tokens, judge_model=judge_model, **options)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     results.to_csv(out / "results.csv", index=False)
@@ -96,6 +104,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="two-layer: tokens for the user-profile block (0: similarity search only)")
     b.add_argument("--floor", type=float, default=None, help="two-layer: similarity floor (default 0.3)")
     b.add_argument("--limit", type=int, default=0, help="only the first N conversations")
+    b.add_argument("--judge", action="store_true",
+                   help="also let the MEMKIT_LLM_* model answer each probe from the context and grade it")
     b.add_argument("--no-turn-tokens", action="store_true", help="skip building a context at every turn (faster)")
     b.add_argument("--out", required=True, help="folder for results.csv, summary.csv, plot.html")
     b.set_defaults(func=cmd_bench)

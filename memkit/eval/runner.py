@@ -12,13 +12,15 @@ import pandas as pd
 from ..facts import FactStore
 from ..strategies import STRATEGIES, make
 from .data import Conversation, timestamp
+from .judge import judge
 from .metrics import (OPS, answer_in_context, duplicate_rate, evidence_recall, percentile, stale, turn_op)
 
 DEFAULT_STRATEGIES = ("full", "window", "summary", "two-layer:keyed", "two-layer:similarity")
 
 
 def run_conversation(conv: Conversation, strategy: str, budget: int, k: int, store: FactStore,
-                     per_turn_tokens: bool = True, **memory_options: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+                     per_turn_tokens: bool = True, judge_model: Any = None,
+                     **memory_options: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Feed one conversation to one strategy; return its probe rows and its per-conversation stats."""
     s = make(strategy, conv.user_id, budget, store=store, k=k, **memory_options)
     gold = {op["turn"]: op["op"] for op in conv.ops}
@@ -47,11 +49,13 @@ def run_conversation(conv: Conversation, strategy: str, budget: int, k: int, sto
             reads.append((time.perf_counter() - start) * 1000)
             if hasattr(s, "memory"):
                 s.memory.end_session(conv.user_id, f"probe:{p.id}")
-            rows.append({"conversation": conv.id, "strategy": strategy, "probe": p.id, "type": p.type,
-                         "evidence_recall": evidence_recall(ctx, conv, p.evidence),
-                         "answer_in_context": answer_in_context(ctx, p.answer) if p.type != "abstention" else math.nan,
-                         "context_tokens": ctx.tokens, "stale": stale(ctx, p.answer, p.old_answer),
-                         "read_ms": reads[-1]})
+            row = {"conversation": conv.id, "strategy": strategy, "probe": p.id, "type": p.type,
+                   "evidence_recall": evidence_recall(ctx, conv, p.evidence),
+                   "answer_in_context": answer_in_context(ctx, p.answer) if p.type != "abstention" else math.nan,
+                   "context_tokens": ctx.tokens, "stale": stale(ctx, p.answer, p.old_answer), "read_ms": reads[-1]}
+            if judge_model is not None:
+                row["judged_correct"], row["judged_answer"] = judge(judge_model, ctx, p.question, p.answer)
+            rows.append(row)
     facts = store.get(conv.user_id) if strategy.startswith("two-layer") else []
     stats = {"conversation": conv.id, "strategy": strategy, "tokens_per_turn": float(np.mean(turn_tokens)) if turn_tokens else math.nan,
              "write_ms": writes, "read_ms": reads, "confusion": confusion,
@@ -61,10 +65,12 @@ def run_conversation(conv: Conversation, strategy: str, budget: int, k: int, sto
 
 def run(conversations: Sequence[Conversation], strategies: Iterable[str] = DEFAULT_STRATEGIES, budget: int = 1200,
         k: int = 5, store: FactStore | None = None, progress: bool = False,
-        per_turn_tokens: bool = True, **memory_options: Any) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+        per_turn_tokens: bool = True, judge_model: Any = None,
+        **memory_options: Any) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Every strategy on every conversation: (results per probe, summary per strategy and type, op confusion).
 
     ``memory_options`` go to the two-layer strategies' ``Memory`` (e.g. ``profile_tokens=0``, ``min_score``).
+    With ``judge_model`` (a chat model), each probe also gets ``judged_correct`` (see ``eval.judge``).
     """
     strategies = list(strategies)
     for name in strategies:
@@ -79,15 +85,17 @@ def run(conversations: Sequence[Conversation], strategies: Iterable[str] = DEFAU
         bar = tqdm(total=len(jobs), desc="bench", unit="conv")
     rows, stats = [], []
     for conv, name in jobs:
-        r, st = run_conversation(_scoped(conv, name), name, budget, k, store, per_turn_tokens, **memory_options)
+        r, st = run_conversation(_scoped(conv, name), name, budget, k, store, per_turn_tokens, judge_model,
+                                 **memory_options)
         rows += r
         stats.append(st)
         if bar:
             bar.update(1)
     if bar:
         bar.close()
-    results = pd.DataFrame(rows, columns=["conversation", "strategy", "probe", "type", "evidence_recall",
-                                          "answer_in_context", "context_tokens", "stale", "read_ms"])
+    columns = ["conversation", "strategy", "probe", "type", "evidence_recall", "answer_in_context",
+               "context_tokens", "stale", "read_ms"] + (["judged_correct", "judged_answer"] if judge_model else [])
+    results = pd.DataFrame(rows, columns=columns)
     return results, summarise(results, stats, strategies), confusion_table(stats)
 
 
@@ -102,6 +110,8 @@ def summarise(results: pd.DataFrame, stats: list[dict[str, Any]], strategies: Se
     """One row per strategy per probe type, plus an ``all`` row per strategy with the run-level columns."""
     metrics = {"evidence_recall": "mean", "answer_in_context": "mean", "context_tokens": "mean", "stale": "mean",
                "probe": "count"}
+    if "judged_correct" in results:
+        metrics["judged_correct"] = "mean"
     by_type = results.groupby(["strategy", "type"]).agg(metrics).rename(columns={"probe": "probes"}).reset_index()
     overall = results.groupby("strategy").agg(metrics).rename(columns={"probe": "probes"}).reset_index()
     overall.insert(1, "type", "all")
