@@ -59,17 +59,24 @@ def layers(window_turns: Sequence, summary_text: str, facts: Sequence[Fact]) -> 
 
 
 def fact_timeline(facts: Sequence[Fact], until: float | None = None) -> go.Figure:
-    """One bar per fact version from ``valid_from`` to ``valid_to`` (or ``until``), grouped by key."""
-    end = until or max([f.valid_to or f.valid_from for f in facts] + [0]) + 86400
+    """One bar per fact version, from ``valid_from`` to ``valid_to`` (or ``until``), a row per key and value.
+
+    Real timestamps are drawn as dates; small synthetic ones (notebooks replay turns at t = 1000, 1001, …)
+    as plain numbers.
+    """
+    end = until or max([f.valid_to or f.valid_from for f in facts] + [0]) + 1
+    dates = any(f.valid_from > 1e9 for f in facts)
     fig = go.Figure()
     for f in sorted(facts, key=lambda x: (x.key or "~", x.valid_from)):
         stop = f.valid_to or end
-        fig.add_trace(go.Bar(y=[f.key or f.text[:30]], x=[(stop - f.valid_from) * 1000], base=[_t(f.valid_from)],
-                             orientation="h", name=f.text, text=[f.value or f.text], textposition="inside",
-                             marker_color="#4C78A8" if f.current else "#BBBBBB", showlegend=False,
-                             hovertext=f.text))
-    fig.update_layout(barmode="overlay", xaxis={"type": "date", "title": "valid time"}, height=120 + 40 * len(facts),
-                      title="Fact versions per key (grey: superseded)", margin={"t": 40, "b": 40})
+        row = f"{f.key or f.text[:30]}: {f.value or f.text[:20]}"
+        start = _t(f.valid_from) if dates else f.valid_from
+        width = (stop - f.valid_from) * 1000 if dates else stop - f.valid_from
+        fig.add_trace(go.Bar(y=[row], x=[width], base=[start], orientation="h", showlegend=False,
+                             marker_color="#4C78A8" if f.current else "#BBBBBB", hovertext=f.text))
+    fig.update_layout(xaxis={"type": "date" if dates else "linear", "title": "valid time"},
+                      yaxis={"autorange": "reversed"}, height=140 + 32 * len(facts),
+                      title="Fact versions (blue: current, grey: superseded)", margin={"t": 40, "b": 40})
     return fig
 
 

@@ -19,7 +19,10 @@ from .types import Event
 
 
 def _html_table(df: Any) -> str:
-    return df.to_html(index=False, border=0, escape=True) if len(df) else "<i>(none)</i>"
+    if not len(df):
+        return "<i>(none)</i>"
+    cell = 'style="padding:2px 10px;text-align:left;border-bottom:1px solid #ddd"'
+    return df.to_html(index=False, border=0, escape=True).replace("<td>", f"<td {cell}>").replace("<th>", f"<th {cell}>")
 
 
 class _View:
