@@ -129,11 +129,19 @@ def test_facts_and_history_survive_reopening(kind, tmp_path, request, embedder):
     s2.close()
 
 
-class TinyEmbedder:
+from chromadb.api.types import EmbeddingFunction  # noqa: E402
+from chromadb.utils.embedding_functions import register_embedding_function  # noqa: E402
+
+
+@register_embedding_function
+class TinyEmbedder(EmbeddingFunction):
     """A deterministic 8-d embedder standing in for a different model in the migration test."""
 
     dimension = 8
     model_id = "tiny"
+
+    def __init__(self) -> None:
+        pass
 
     def __call__(self, input):
         return [[float(len(t) % (i + 2)) + 1.0 for i in range(8)] for t in input]
@@ -141,6 +149,13 @@ class TinyEmbedder:
     @staticmethod
     def name():
         return "tiny-test"
+
+    def get_config(self):
+        return {}
+
+    @staticmethod
+    def build_from_config(config):
+        return TinyEmbedder()
 
 
 @pytest.mark.parametrize("kind", ["persistent", "http"])

@@ -125,7 +125,8 @@ def summarise(results: pd.DataFrame, stats: list[dict[str, Any]], strategies: Se
             for key, n in s["confusion"].items():
                 conf[key] = conf.get(key, 0) + n
         total = sum(conf.values())
-        extra.append({"strategy": name, "tokens_per_turn": float(np.nanmean([s["tokens_per_turn"] for s in st])),
+        per_turn = [s["tokens_per_turn"] for s in st if not math.isnan(s["tokens_per_turn"])]
+        extra.append({"strategy": name, "tokens_per_turn": float(np.mean(per_turn)) if per_turn else math.nan,
                       "op_accuracy": sum(n for (g, p), n in conf.items() if g == p) / total
                       if total and name.startswith("two-layer") else math.nan,
                       "duplicate_rate": float(np.nanmean([s["duplicate_rate"] for s in st]))
