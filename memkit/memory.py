@@ -22,17 +22,13 @@ from .types import Candidate, Context, Event, EventKind, Fact, Hit, Part, Turn
 Retriever = Callable[[str], Sequence[str]]
 
 
-def newest_per_key(hits: Sequence[Hit]) -> list[Hit]:
-    """Keep one hit per key, the newest (how the append policy resolves conflicts at read time)."""
-    best: dict[str, Hit] = {}
-    loose = []
-    for h in hits:
-        k = h.fact.key
-        if k is None:
-            loose.append(h)
-        elif k not in best or h.fact.valid_from > best[k].fact.valid_from:
-            best[k] = h
-    return sorted(list(best.values()) + loose, key=lambda h: -h.score)
+def newest_per_key(facts: Sequence[Fact]) -> dict[str, Fact]:
+    """The newest fact of each key (how the append policy resolves conflicts at read time)."""
+    best: dict[str, Fact] = {}
+    for f in facts:
+        if f.key is not None and (f.key not in best or f.valid_from > best[f.key].valid_from):
+            best[f.key] = f
+    return best
 
 
 class Memory:
@@ -114,15 +110,11 @@ class Memory:
             return []
         try:
             events = reconcile.plan(self.policy, self.store, user_id, cands, time, model=self.chat_model)
+            reconcile.apply(self.store, user_id, events)
         except ExtractionError as e:
             event = Event(EventKind.ERROR, user_id, reason=str(e), source=cands[0].source)
             self._record(user_id, [event])
             return [event]
-        except StoreUnavailable:
-            self.pending.append((user_id, list(cands)))
-            raise
-        try:
-            reconcile.apply(self.store, user_id, events)
         except StoreUnavailable:
             self.pending.append((user_id, list(cands)))
             raise
@@ -158,23 +150,24 @@ class Memory:
         """
         k = k or self.k
         floor = self.min_score if min_score is None else min_score
+        append = self.policy == "append"
         ranked = self.store.search(user_id, query, k=2 * k + 20, min_score=-1.0)
         measured = {h.fact.id: h for h in ranked}
-        current = self.store.get(user_id)
-        newest = {h.fact.key: h.fact for h in newest_per_key([Hit(f, 0.0, 0.0) for f in current]) if h.fact.key}
-        if self.policy == "append":
-            current = [newest.get(f.key, f) for f in current if f.key is None or newest[f.key].id == f.id]
+        current = self.store.get(user_id) if self.profile_tokens or append else []
+        newest = newest_per_key(current) if append else {}
+        if append:
+            current = [f for f in current if f.key is None or newest[f.key].id == f.id]
         nan = float("nan")
 
         def as_hit(f: Fact, why: str) -> Hit:
             m = measured.get(f.id)
             return Hit(f, m.similarity if m else nan, m.score if m else nan, why=why)
 
-        matched = [h for h in ranked if h.similarity >= floor]
-        if self.policy == "append":  # add-only: a key's newest fact stands in for an older one that matched
-            hits = newest_per_key([as_hit(newest.get(h.fact.key, h.fact), "similar") for h in matched])[:k]
-        else:  # other policies resolve conflicts when writing; what is stored is what is shown
-            hits = [as_hit(h.fact, "similar") for h in matched][:k]
+        # under append, a key's newest fact stands in for an older one that matched; other policies
+        # resolve conflicts when writing, so what is stored is what is shown
+        matched = [newest.get(h.fact.key, h.fact) if h.fact.key else h.fact
+                   for h in ranked if h.similarity >= floor]
+        hits = [as_hit(f, "similar") for f in {f.id: f for f in matched}.values()][:k]
         if not self.profile_tokens:
             return hits
         have = {h.fact.id for h in hits} | {h.fact.key for h in hits if h.fact.key}

@@ -5,6 +5,7 @@ Each view has ``show()``/``widget``; pass ``display=False`` in headless runs to 
 
 from __future__ import annotations
 
+import json
 from typing import Any, Sequence
 
 import ipywidgets as W
@@ -113,10 +114,7 @@ class ConflictTimeline(_View):
         self.turn_html.value = f"<b>turn {self.step.value}:</b> {_esc(self.turns[self.step.value - 1])}"
         self.events_html.value = _html_table(viz.events_table(events)[["event", "key", "before", "after"]])
         self.facts_html.value = _html_table(viz.facts_table(facts)[["key", "text", "current"]])
-        self.plot.clear_output(wait=True)
-        with self.plot:
-            if facts:
-                viz.fact_timeline(facts, until=1000.0 + len(self.turns)).show()
+        _draw(self.plot, viz.fact_timeline(facts, until=1000.0 + len(self.turns)) if facts else None)
 
 
 class RecallExplorer(_View):
@@ -143,10 +141,21 @@ class RecallExplorer(_View):
         ctx = self.memory.context(self.user_id, self.session_id, self.query.value, budget=self.budget)
         self.table_html.value = _html_table(viz.context_table(ctx)) + \
             "<br>" + _html_table(pd.DataFrame(ctx.account()))
-        self.plot.clear_output(wait=True)
-        with self.plot:
-            if hits:
-                viz.recall_scores(hits, self.floor.value).show()
+        _draw(self.plot, viz.recall_scores(hits, self.floor.value) if hits else None)
+
+
+def _draw(output: W.Output, fig: Any) -> None:
+    """Put a plotly figure into an Output widget as one state update (plotly's mimetype bundle).
+
+    Not ``with output: fig.show()``: that toggles the widget's ``msg_id`` and sends clear/display
+    messages, and with them headless runs (nbclient, papermill) intermittently waited forever for a
+    cell's reply (jupyter/nbclient#312).
+    """
+    if fig is None:
+        output.outputs = ()
+        return
+    bundle = {"application/vnd.plotly.v1+json": {**json.loads(fig.to_json()), "config": {}}}
+    output.outputs = ({"output_type": "display_data", "data": bundle, "metadata": {}},)
 
 
 def _esc(text: str) -> str:

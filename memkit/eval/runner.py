@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -101,8 +102,6 @@ def run(conversations: Sequence[Conversation], strategies: Iterable[str] = DEFAU
 
 def _scoped(conv: Conversation, strategy: str) -> Conversation:
     """The same conversation under a user id unique to the strategy, so strategies never share facts."""
-    from dataclasses import replace
-
     return replace(conv, user_id=f"{strategy}/{conv.user_id}")
 
 

@@ -1,0 +1,31 @@
+"""Every notebook runs under papermill with parameters other than its defaults and writes its result table."""
+
+from pathlib import Path
+
+import pandas as pd
+import papermill
+import pytest
+
+NOTEBOOKS = Path(__file__).parents[1] / "notebooks"
+CASES = {
+    "01_two_layers": ({"budget": 200, "show_widgets": False}, lambda t: t["budget"][0] == 200 and t["metric_with_memory"][0]),
+    "02_episodic_buffer": ({"window_tokens": 150, "turns_to_play": 30}, lambda t: t["window_tokens"][0] == 150),
+    "03_extraction": ({"conversations": 5}, lambda t: t["fact_turns"][0] > 0 and t["precision"][0] > 0.9),
+    "04_conflicts": ({"policy": "keyed", "threshold": 0.95, "show_widgets": False},
+                     lambda t: set(t["policy"]) == {"similarity", "keyed", "append", "temporal"}),
+    "05_recall": ({"floor": 0.4, "conversation": 1, "show_widgets": False}, lambda t: t["above floor"].dtype == bool),
+    "06_isolation": ({}, lambda t: "allowed" not in set(t["result"])),
+    "07_strategies": ({"size": 1, "budget": 500, "strategies": ["window", "two-layer:keyed"]},
+                      lambda t: set(t["strategy"]) == {"window", "two-layer:keyed"}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_notebook_runs_under_papermill(name, tmp_path):
+    params, check = CASES[name]
+    result = tmp_path / "result.csv"
+    papermill.execute_notebook(str(NOTEBOOKS / f"{name}.ipynb"), str(tmp_path / "out.ipynb"),
+                               parameters={**params, "result_path": str(result)}, cwd=str(NOTEBOOKS),
+                               kernel_name="python3", progress_bar=False)
+    table = pd.read_csv(result)
+    assert len(table) and check(table)
