@@ -93,7 +93,21 @@ def cmd_bench_embed(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_generate(args: argparse.Namespace) -> int:
+    from .chats import write_chats
+
+    path = write_chats(args.out, seed=args.seed, conversations=args.conversations)
+    print(f"wrote {path} ({args.conversations} conversations, seed {args.seed})")
+    return 0
+
+
 def register(sub: argparse._SubParsersAction) -> None:
+    g = sub.add_parser("generate", help="write the realistic two-person chat suite (memkit JSONL) from a seed")
+    g.add_argument("--seed", type=int, default=0, help="0 is the committed data/chats.jsonl; tune on other seeds")
+    g.add_argument("--conversations", type=int, default=10)
+    g.add_argument("--out", required=True)
+    g.set_defaults(func=cmd_generate)
+
     b = sub.add_parser("bench", help="compare memory strategies on a benchmark file")
     b.add_argument("--data", required=True, help="memkit JSONL, locomo10.json or longmemeval_*.json")
     b.add_argument("--format", choices=FORMATS, default=None, help="default: guessed from the file name")
