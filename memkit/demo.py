@@ -53,8 +53,10 @@ def render(memory: Memory, friday: Context, without: Context) -> str:
             f"== Context Friday's first turn receives ({friday.tokens}/{friday.budget} tokens)"]
     out += [f"  [{m['role']}] {m['content']}" for m in friday.messages]
     out += ["", "  account: " + ", ".join(f"{p['part']}={p['tokens']} tok" for p in friday.account())]
-    out += [f"    {i['text']}  <- {i['why']} (similarity {i['similarity']:.2f})"
+    out += [f"    fact {i['text']}  <- {i['why']}" + (f" (similarity {i['similarity']:.2f})" if i["similarity"] is not None else "")
             for p in friday.parts if p.name == "facts" for i in p.items]
+    out += [f"    episode {i['turn_id']} ({i['speaker']})  <- {i['why']}"
+            for p in friday.parts if p.name == "episodes" for i in p.items]
     out += ["",
             "== Without the semantic layer, Friday's context is only:"]
     out += [f"  [{m['role']}] {m['content']}" for m in without.messages]

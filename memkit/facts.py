@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from pathlib import Path
 from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
 
@@ -23,7 +24,10 @@ from chromadb.errors import NotFoundError
 from . import embed as _embed  # registers memkit's embedders before any get_collection
 from . import validate
 from .errors import DimensionMismatch, IsolationError, MemkitError, StoreClosed, StoreUnavailable
-from .types import Event, Fact, Hit
+from .records import Records
+from .types import Episode, Event, Fact, Hit
+
+EMBED_BATCH = 32  # pending episodes of one user embedded together (docs/architecture.md §2)
 
 SIMILARITY_WEIGHT, IMPORTANCE_WEIGHT = 0.7, 0.3
 # The floor applies to similarity. The seeds' 0.6 was set for large API embedders; with MiniLM a
@@ -56,8 +60,11 @@ def _fact(fid: str, doc: str, m: dict[str, Any]) -> Fact:
 class FactStore:
     """Facts per user in Chroma. Build with ``ephemeral()``, ``persistent(path)`` or ``http(host, port)``."""
 
-    def __init__(self, client: Any, embedder: Any = None, namespace: str = "memkit", backend: str = "custom") -> None:
+    def __init__(self, client: Any, embedder: Any = None, namespace: str = "memkit", backend: str = "custom",
+                 records: Records | None = None, embed_batch: int = EMBED_BATCH) -> None:
         self.client = client
+        self.records = records or Records()
+        self.embed_batch = embed_batch
         self.embedder = embedder or _embed.MiniLMEmbedder()
         self.namespace = namespace
         self.backend = backend
@@ -75,14 +82,20 @@ class FactStore:
     def persistent(cls, path: str, embedder: Any = None, namespace: str = "memkit") -> "FactStore":
         """On disk at ``path`` (Chroma ``PersistentClient``)."""
         _raise_open_file_limit()
-        return cls(chromadb.PersistentClient(path=str(path)), embedder, namespace, backend="persistent")
+        client = chromadb.PersistentClient(path=str(path))
+        return cls(client, embedder, namespace, backend="persistent", records=Records(Path(path) / f"{namespace}.sqlite3"))
 
     @classmethod
-    def http(cls, host: str = "localhost", port: int = 8000, embedder: Any = None, namespace: str = "memkit") -> "FactStore":
-        """A ``chroma run`` server (Chroma ``HttpClient``); ``StoreUnavailable`` if it does not answer."""
+    def http(cls, host: str = "localhost", port: int = 8000, embedder: Any = None, namespace: str = "memkit",
+             records: str | Path = ":memory:") -> "FactStore":
+        """A ``chroma run`` server (Chroma ``HttpClient``); ``StoreUnavailable`` if it does not answer.
+
+        ``records`` is the SQLite file of episodes and the lexical index (docs/architecture.md §2): processes
+        that share a server should share it too; in memory by default.
+        """
         with _translated(f"Chroma server at {host}:{port}"):
             client = chromadb.HttpClient(host=host, port=port)
-        return cls(client, embedder, namespace, backend="http")
+        return cls(client, embedder, namespace, backend="http", records=Records(records))
 
     # ---- collections -------------------------------------------------------------------------
     def collection_name(self, user_id: str) -> str:
@@ -90,7 +103,11 @@ class FactStore:
         return self._name(validate.user_id(user_id), "facts")
 
     def _name(self, user_id: str, part: str) -> str:
-        return f"{self.namespace}-{part}-{hashlib.sha256(user_id.encode('utf-8')).hexdigest()[:40]}"
+        return f"{self.namespace}-{part}-{self.owner(user_id)}"
+
+    def owner(self, user_id: str) -> str:
+        """The hash that names ``user_id``'s collections and owns its SQLite rows."""
+        return hashlib.sha256(validate.user_id(user_id).encode("utf-8", "surrogatepass")).hexdigest()[:40]
 
     def _open(self, user_id: str, part: str, create: bool) -> Any:
         if self._closed:
@@ -101,12 +118,12 @@ class FactStore:
             return self._collections[name]
         with _translated(self.backend):
             try:
-                col = self.client.get_collection(name) if part == "facts" else \
+                col = self.client.get_collection(name) if part in ("facts", "episodes") else \
                     self.client.get_collection(name, embedding_function=None)
             except (NotFoundError, ValueError):
                 if not create:
                     return None
-                if part == "facts":
+                if part in ("facts", "episodes"):
                     col = self.client.get_or_create_collection(
                         name, embedding_function=self.embedder, configuration={"hnsw": {"space": "cosine"}},
                         metadata={"user_id": user_id, "dimension": self.dimension, "embedder": self._embedder_id()})
@@ -116,7 +133,7 @@ class FactStore:
         meta = col.metadata or {}
         if meta.get("user_id") != user_id:
             raise IsolationError(f"collection {name} belongs to another user id (hash collision or tampering)")
-        if part == "facts" and meta.get("dimension") != self.dimension:
+        if part in ("facts", "episodes") and meta.get("dimension") != self.dimension:
             raise DimensionMismatch(
                 f"the facts of user {user_id!r} were embedded by {meta.get('embedder')} with dimension "
                 f"{meta.get('dimension')}, but this store's embedder {self._embedder_id()} gives {self.dimension}. "
@@ -142,6 +159,7 @@ class FactStore:
         with _translated(self.backend, pending=tuple(facts)):
             col.upsert(ids=[f.id for f in facts], documents=[f.text for f in facts],
                        embeddings=[list(map(float, v)) for v in vectors], metadatas=[_meta(f) for f in facts])
+        self.records.index_facts(self.owner(user_id), [(f.id, f.text) for f in facts])
 
     def get(self, user_id: str, ids: Sequence[str] | None = None, where: dict[str, Any] | None = None,
             include_superseded: bool = False) -> list[Fact]:
@@ -166,6 +184,7 @@ class FactStore:
         if col is not None and ids:
             with _translated(self.backend):
                 col.delete(ids=list(ids))
+            self.records.unindex_facts(self.owner(user_id), list(ids))
 
     def count(self, user_id: str, include_superseded: bool = False) -> int:
         return len(self.get(user_id, include_superseded=include_superseded))
@@ -204,6 +223,69 @@ class FactStore:
         if fact.user_id != user_id:  # defence in depth: a per-user collection never holds another user's row
             raise IsolationError(f"row {fact.id} of {fact.user_id!r} found in {user_id!r}'s collection")
         return fact
+
+    # ---- episodes ----------------------------------------------------------------------------
+    def add_episode(self, user_id: str, episode: Episode) -> Episode:
+        """Keep an observed turn: recorded and lexically indexed now, embedded in a batch (docs/architecture.md §2)."""
+        if episode.user_id != user_id:
+            raise IsolationError(f"episode of {episode.user_id!r} offered to {user_id!r}")
+        if self._closed:
+            raise StoreClosed("this FactStore was closed; open a new one")
+        owner = self.owner(user_id)
+        stored = self.records.add_episode(owner, episode)
+        if self.records.count_episodes(owner, pending=True) >= self.embed_batch:
+            self.embed_pending(user_id)
+        return stored
+
+    def embed_pending(self, user_id: str) -> int:
+        """Embed the user's episodes that are recorded but not yet in Chroma; returns how many."""
+        owner = self.owner(user_id)
+        pending = self.records.episodes(owner, user_id, pending=True)
+        if not pending:
+            return 0
+        col = self._open(user_id, "episodes", create=True)
+        texts = [episode_text(e) for e in pending]
+        vectors = self.embedder(texts)
+        with _translated(self.backend):
+            col.upsert(ids=[e.id for e in pending], documents=texts, embeddings=[list(map(float, v)) for v in vectors],
+                       metadatas=[{"user_id": user_id, "session_id": e.session_id, "turn_id": e.turn_id,
+                                   "speaker": e.speaker, "time": e.time} for e in pending])
+        self.records.mark_embedded(owner, [e.id for e in pending])
+        return len(pending)
+
+    def episodes(self, user_id: str, ids: Sequence[str] | None = None) -> list[Episode]:
+        """The user's episodes (all, or by id), in the order they were observed."""
+        return self.records.episodes(self.owner(user_id), user_id, ids)
+
+    def neighbours(self, user_id: str, episode: Episode, span: int = 1) -> list[Episode]:
+        """The turns around ``episode`` in its session."""
+        return self.records.neighbours(self.owner(user_id), user_id, episode, span)
+
+    def embed_query(self, query: str) -> list[float]:
+        """The query's vector, computed once and shared by the dense searches of one read."""
+        return list(map(float, self.embedder([query])[0]))
+
+    def dense(self, user_id: str, part: str, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
+        """``(id, similarity)`` of the user's nearest ``facts`` or ``episodes`` to ``vector``, closest first."""
+        if part == "episodes":
+            self.embed_pending(user_id)  # a read never misses a recorded turn
+        col = self._open(user_id, part, create=False)
+        if col is None or k <= 0:
+            return []
+        with _translated(self.backend):
+            res = col.query(query_embeddings=[list(vector)], n_results=k, include=["metadatas", "distances"])
+        out = []
+        for i, m, dist in zip(res["ids"][0], res["metadatas"][0], res["distances"][0]):
+            if m.get("user_id") != user_id:
+                raise IsolationError(f"row {i} of {m.get('user_id')!r} found in {user_id!r}'s collection")
+            out.append((i, 1.0 - float(dist)))
+        return out
+
+    def lexical(self, user_id: str, part: str, query: str, k: int) -> list[tuple[str, float]]:
+        """``(id, bm25)`` of the user's ``facts`` or ``episodes`` that share words with ``query``, best first."""
+        if self._closed:
+            raise StoreClosed("this FactStore was closed; open a new one")
+        return self.records.search(self.owner(user_id), "f" if part == "facts" else "e", query, k)
 
     # ---- history -----------------------------------------------------------------------------
     def record(self, user_id: str, events: Sequence[Event]) -> None:
@@ -250,8 +332,9 @@ class FactStore:
         return len(facts)
 
     def drop_user(self, user_id: str) -> None:
-        """Forget everything about ``user_id``: facts and history."""
-        for part in ("facts", "history"):
+        """Forget everything about ``user_id``: facts, episodes, lexical rows and history."""
+        self.records.drop_owner(self.owner(user_id))
+        for part in ("facts", "episodes", "history"):
             if self._open(user_id, part, create=False) is not None:
                 name = self._name(user_id, part)
                 with _translated(self.backend):
@@ -262,9 +345,15 @@ class FactStore:
         """Release the client; every later call raises ``StoreClosed``."""
         self._closed = True
         self._collections.clear()
+        self.records.close()
         closer = getattr(self.client, "close", None)
         if callable(closer) and self.backend == "persistent":
             closer()
+
+
+def episode_text(e: Episode) -> str:
+    """What the dense channel embeds for an episode: speaker and words (the lexical index sees the same)."""
+    return f"{e.speaker}: {e.content}"
 
 
 def _raise_open_file_limit() -> None:

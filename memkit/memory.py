@@ -9,15 +9,16 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
 
-from . import reconcile, tokens, validate
+from . import assemble, reconcile, tokens, validate
 from .config import Settings
 from .episodic import EpisodicBuffer, SessionStore
-from .errors import ExtractionError, IsolationError, StoreUnavailable
+from .errors import ExtractionError, InvalidContent, IsolationError, StoreUnavailable
 from .extract import Extractor, LLMExtractor
 from .facts import DEFAULT_FLOOR, FactStore
-from .rules import RuleExtractor
+from .recall import RecallOptions, recall_episodes, recall_facts
+from .rules import RuleExtractor, attribute
 from .summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
-from .types import Candidate, Context, Event, EventKind, Fact, Hit, Part, Turn
+from .types import Candidate, Context, Episode, Event, EventKind, Fact, Hit, Part, Recalled
 
 Retriever = Callable[[str], Sequence[str]]
 
@@ -38,7 +39,9 @@ class Memory:
                  summarizer: Summarizer | None = None, policy: str = "keyed", chat_model: Any = None,
                  sessions: SessionStore | None = None, window_tokens: int = 600, summary_tokens: int = 200,
                  k: int = 5, min_score: float = DEFAULT_FLOOR, retriever: Retriever | None = None,
-                 document_share: float = 0.25, profile_tokens: int = 150) -> None:
+                 document_share: float = 0.25, profile_tokens: int = 150, recall: RecallOptions | None = None,
+                 facts: bool = True, episodes: bool = True, neighbours: int = 0, episode_dates: bool = True,
+                 episodes_for_facts: bool = False, window_share: float = 0.3) -> None:
         if policy not in reconcile.POLICIES:
             raise ValueError(f"unknown policy {policy!r}; choose one of {reconcile.POLICIES}")
         self.store = store or FactStore.ephemeral()
@@ -51,6 +54,10 @@ class Memory:
         self.k, self.min_score = k, min_score
         self.retriever, self.document_share = retriever, document_share
         self.profile_tokens = profile_tokens
+        self.recall_options = recall or RecallOptions()
+        self.facts, self.episodes = facts, episodes          # which long-term items a read searches
+        self.neighbours, self.episode_dates = neighbours, episode_dates
+        self.episodes_for_facts, self.window_share = episodes_for_facts, window_share
         self.sessions: dict[str, EpisodicBuffer] = {}
         self.pending: list[tuple[str, list[Candidate]]] = []
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memkit")
@@ -83,21 +90,30 @@ class Memory:
         return buf
 
     def end_session(self, user_id: str, session_id: str, keep: bool = False) -> None:
-        """Close a session: kept in the session store to resume later, or discarded."""
+        """Close a session: kept in the session store to resume later, or discarded (its turns stay as episodes)."""
         buf = self.session(user_id, session_id)
+        self.store.embed_pending(user_id)
         if not keep:
             buf.discard()
         self.sessions.pop(session_id, None)
 
     # ---- write path --------------------------------------------------------------------------
     def observe(self, user_id: str, session_id: str, role: str, content: str,
-                turn_id: str | None = None, time: float | None = None) -> list[Event]:
-        """Record a turn; for user turns, extract durable facts and apply the conflict policy. Returns the events."""
+                turn_id: str | None = None, time: float | None = None, speaker: str | None = None) -> list[Event]:
+        """Record a turn: in the session window, and as an episode (every role, every speaker). Extract durable
+        facts from the user's turns and from any turn of a named ``speaker`` (facts then name that person and
+        their keys are namespaced by them), and apply the conflict policy. Returns the events."""
+        if speaker is not None and (not isinstance(speaker, str) or not speaker.strip()):
+            raise InvalidContent(f"speaker must be a non-empty string or None, got {speaker!r}")
         turn = self.session(user_id, session_id).append(role, content, turn_id, time)
-        if role != "user":
+        self.store.add_episode(user_id, Episode("", user_id, session_id, turn.id, speaker or role, role, turn.content,
+                                                turn.time, turn.tokens))
+        if role != "user" and speaker is None:
             return []
         try:
             cands = self.extractor.extract(turn.content, (turn.id,))
+            if speaker is not None:
+                cands = attribute(cands, speaker)
         except ExtractionError as e:
             event = Event(EventKind.ERROR, user_id, reason=str(e), source=(turn.id,), time=turn.time)
             self._record(user_id, [event])
@@ -140,87 +156,85 @@ class Memory:
 
     # ---- read path ---------------------------------------------------------------------------
     def search(self, user_id: str, query: str, k: int | None = None, min_score: float | None = None) -> list[Hit]:
-        """The user's facts for ``query``: the top ``k`` above the similarity floor (``why="similar"``), then
-        the rest of the current facts, most important first (``why="profile"``). Under ``append`` only the
-        newest fact of each key is shown (add-only stores resolve conflicts at read time).
+        """The user's facts for ``query``: the top ``k`` by hybrid recall (lexical and dense, fused by rank;
+        dense matches below the similarity floor do not count), then the rest of the current facts, most
+        important first (``why="profile"``). Under ``append`` only the newest fact of each key is shown.
 
-        The profile candidates are the seeds' user-profile block: ``context`` admits them only up to
-        ``profile_tokens``, so a user with few facts gets all of them and a user with many gets the most
-        important ones; each carries its measured similarity, so the account shows why it got in.
+        Each recalled hit's ``why`` names the channels and ranks that found it (``"dense #1 + lexical #3"``);
+        ``context`` admits profile facts only up to ``profile_tokens``.
         """
+        vector = self.store.embed_query(query) if "dense" in self.recall_options.channels and query.strip() else None
+        return self._fact_hits(user_id, query, vector, k, min_score)
+
+    def _fact_hits(self, user_id: str, query: str, vector: Sequence[float] | None, k: int | None = None,
+                   min_score: float | None = None) -> list[Hit]:
         k = k or self.k
         floor = self.min_score if min_score is None else min_score
         append = self.policy == "append"
-        ranked = self.store.search(user_id, query, k=2 * k + 20, min_score=-1.0)
-        measured = {h.fact.id: h for h in ranked}
+        recalled = recall_facts(self.store, user_id, query, vector, floor, self.recall_options) if query.strip() else []
         current = self.store.get(user_id) if self.profile_tokens or append else []
         newest = newest_per_key(current) if append else {}
         if append:
             current = [f for f in current if f.key is None or newest[f.key].id == f.id]
-        nan = float("nan")
-
-        def as_hit(f: Fact, why: str) -> Hit:
-            m = measured.get(f.id)
-            return Hit(f, m.similarity if m else nan, m.score if m else nan, why=why)
-
         # under append, a key's newest fact stands in for an older one that matched; other policies
         # resolve conflicts when writing, so what is stored is what is shown
-        matched = [newest.get(h.fact.key, h.fact) if h.fact.key else h.fact
-                   for h in ranked if h.similarity >= floor]
-        hits = [as_hit(f, "similar") for f in {f.id: f for f in matched}.values()][:k]
+        hits: dict[str, Hit] = {}
+        for r in recalled:
+            f = newest.get(r.item.key, r.item) if r.item.key else r.item
+            hits.setdefault(f.id, Hit(f, r.similarity, r.score, why=r.why))
+        shown = list(hits.values())[:k]
         if not self.profile_tokens:
-            return hits
-        have = {h.fact.id for h in hits} | {h.fact.key for h in hits if h.fact.key}
+            return shown
+        have = {h.fact.id for h in shown} | {h.fact.key for h in shown if h.fact.key}
         rest = sorted((f for f in current if f.id not in have and f.key not in have),
                       key=lambda f: (-f.importance, -f.valid_from))
-        return hits + [as_hit(f, "profile") for f in rest]
+        nan = float("nan")
+        return shown + [Hit(f, nan, nan, why="profile") for f in rest]
+
+    def _recall(self, user_id: str, query: str) -> tuple[list[Hit], list[Recalled]]:
+        if not query.strip():
+            return self._fact_hits(user_id, query, None), []
+        vector = self.store.embed_query(query) if "dense" in self.recall_options.channels else None
+        facts = self._fact_hits(user_id, query, vector) if self.facts else []
+        episodes = recall_episodes(self.store, user_id, query, vector, self.recall_options) if self.episodes else []
+        return facts, episodes
 
     def context(self, user_id: str, session_id: str, query: str, budget: int = 1200) -> Context:
-        """Facts, summary, newest turns (and documents) for ``query``, within ``budget`` tokens, with an account."""
+        """What to send for ``query`` within ``budget`` tokens, with an account of every item and why.
+
+        In priority order: this session's newest turns are reserved (up to ``window_share`` of the budget);
+        then the user's facts (hybrid recall, then the profile block), then past episodes in fused rank
+        (each with its session date and speaker; never one already in this session or the source of a
+        shown fact), then the running summary and the newest turns, then documents in their own share.
+        """
         buf = self.session(user_id, session_id)
-        facts_future = self._pool.submit(self.search, user_id, query)
+        recall_future = self._pool.submit(self._recall, user_id, query)
         docs_future = self._pool.submit(self.retriever, query) if self.retriever else None
-        summary, window = buf.summary, list(buf.window)  # the episodic read
-        hits = facts_future.result()
+        summary, window = buf.summary, list(buf.window)  # the episodic read, while the searches run
+        in_session = {t.id for t in buf.turns}
+        fact_hits, episodes = recall_future.result()
         doc_budget = int(budget * self.document_share) if docs_future else 0
         left = budget - doc_budget
-        parts: list[Part] = []
+        newest = sum(t.tokens for t in window[-1:])
+        reserve = min(max(newest, min(sum(t.tokens for t in window), int(left * self.window_share))), left)
 
-        newest = window[-1] if window else None
-        reserve = min(newest.tokens, left) if newest else 0  # the newest turn is never crowded out
-        lines, items, profile_used = [], [], 0
-        for h in hits:
-            line = f"- {h.fact.text}"
-            cost = tokens.count(line) + 1
-            if h.why == "profile" and profile_used + cost > self.profile_tokens:
-                break
-            if tokens.count("\n".join(lines + [line])) > left - reserve:
-                continue
-            profile_used += cost if h.why == "profile" else 0
-            lines.append(line)
-            items.append({"id": h.fact.id, "text": h.fact.text, "similarity": round(h.similarity, 3),
-                          "score": round(h.score, 3), "why": h.why, "source": list(h.fact.source)})
-        facts_text = "\n".join(lines)
-        parts.append(Part("facts", facts_text, tokens.count(facts_text), tuple(items)))
-        left -= parts[-1].tokens
-
-        reserve = min(newest.tokens, left) if newest else 0
-        summary_text = tokens.truncate(summary.text, max(left - reserve, 0)) if summary.text else ""
-        parts.append(Part("summary", summary_text, tokens.count(summary_text),
-                          tuple({"turn_id": t} for t in summary.turn_ids)))
-        left -= parts[-1].tokens
-
-        chosen: list[Turn] = []
-        for t in reversed(window):
-            if t.tokens > left and chosen:
-                break
-            if t.tokens > left:  # only the newest turn can be cut, and only when it alone overflows the budget
-                cut = tokens.truncate(t.content, max(left, 0))
-                t = Turn(t.id, t.session_id, t.user_id, t.role, cut, tokens.count(cut), t.time)
-            chosen.insert(0, t)
-            left -= t.tokens
-        parts.append(Part("turns", "\n".join(f"{t.role}: {t.content}" for t in chosen), sum(t.tokens for t in chosen),
-                          tuple({"turn_id": t.id, "role": t.role, "tokens": t.tokens} for t in chosen)))
+        facts = assemble.pack_facts(fact_hits, left - reserve, self.profile_tokens)
+        left -= facts.tokens
+        shown_sources = {s for item in facts.items for s in item["source"]}
+        eps = assemble.pack_episodes(
+            episodes, left - reserve,
+            skip=lambda e: e.turn_id in in_session or (not self.episodes_for_facts and e.turn_id in shown_sources),
+            neighbours=(lambda e: self.store.neighbours(user_id, e, self.neighbours)) if self.neighbours else None,
+            dates=self.episode_dates, truncates=getattr(self.store.embedder, "truncates", None))
+        left -= eps.tokens
+        summary_text = tokens.truncate(summary.text, max(left - newest, 0)) if summary.text else ""
+        summary_part = Part("summary", summary_text, tokens.count(summary_text),
+                            tuple({"turn_id": t} for t in summary.turn_ids))
+        left -= summary_part.tokens
+        chosen = assemble.pack_turns(window, left)
+        parts = [facts, eps, summary_part,
+                 Part("turns", "\n".join(f"{t.role}: {t.content}" for t in chosen), sum(t.tokens for t in chosen),
+                      tuple({"turn_id": t.id, "role": t.role, "tokens": t.tokens} for t in chosen))]
 
         doc_lines: list[str] = []
         if docs_future:
@@ -232,16 +246,19 @@ class Memory:
             parts.append(Part("documents", doc_text, tokens.count(doc_text), tuple({"text": d} for d in doc_lines)))
 
         messages: list[dict[str, str]] = []
-        if facts_text:
-            messages.append({"role": "system", "content": "What you know about the user:\n" + facts_text})
+        if facts.text:
+            messages.append({"role": "system", "content": "What you know about the user:\n" + facts.text})
+        if eps.text:
+            messages.append({"role": "system", "content": "From earlier conversations:\n" + eps.text})
         if summary_text:
             messages.append({"role": "system", "content": "Summary of earlier turns in this session:\n" + summary_text})
         if doc_lines:
             messages.append({"role": "system", "content": "Reference documents (not facts about the user):\n"
                              + "\n".join(doc_lines)})
         messages += [{"role": t.role, "content": t.content} for t in chosen]
-        return Context(tuple(messages), tuple(parts), budget, tuple(t.id for t in chosen) + summary.turn_ids,
-                       tuple(i["id"] for i in items))
+        return Context(tuple(messages), tuple(parts), budget,
+                       tuple(t.id for t in chosen) + summary.turn_ids + tuple(i["turn_id"] for i in eps.items),
+                       tuple(i["id"] for i in facts.items))
 
     def profile(self, user_id: str) -> str:
         """The user's current facts as a compact block."""

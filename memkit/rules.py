@@ -9,6 +9,7 @@ today/yesterday yield nothing.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Callable, Iterator
 
 from .types import Candidate
@@ -61,6 +62,22 @@ def third_person(sentence: str) -> str:
                r"live|want|need|have|enjoy|speak|drive|own|code|write|run|ship|deploy|dislike|don't|do|are|stopped)\b",
                lambda m: f"{m.group(1)} {m.group(2)}" + _third(m.group(3)), s)
     return s + "."
+
+
+def attribute(cands: "list[Candidate]", speaker: str) -> "list[Candidate]":
+    """Facts about a named person: "User" becomes the name and ``user.*`` keys become ``<name>.*``, so one
+    person's change of mind never overwrites another person's fact (works for any extractor's output)."""
+    name = " ".join(speaker.split())
+    ns = slug(name)
+    out = []
+    for c in cands:
+        text = re.sub(r"\bthe user\b", name, c.text)
+        text = re.sub(r"\bUser(?=\b)", name, text)
+        key = c.key
+        if key:
+            key = f"{ns}.{key.split('.', 1)[1]}" if key.startswith("user.") else f"{ns}.{key}"
+        out.append(replace(c, text=text, key=key))
+    return out
 
 
 def _third(verb: str) -> str:

@@ -6,22 +6,27 @@ ignores the budget: it is the upper reference for recall and the worst case for 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Protocol
 
 from . import tokens
 from .episodic import EpisodicBuffer
 from .facts import FactStore
 from .memory import Memory
+from .recall import RecallOptions
 from .reconcile import POLICIES
-from .types import Context, Event, Part, Turn
+from .types import Candidate, Context, Event, Part, Turn
 
-STRATEGIES = ("full", "window", "summary") + tuple(f"two-layer:{p}" for p in POLICIES)
+RAG = {"rag:bm25": ("lexical",), "rag:dense": ("dense",), "rag:hybrid": ("lexical", "dense")}
+STRATEGIES = ("full", "window", "summary") + tuple(f"two-layer:{p}" for p in POLICIES) + tuple(RAG)
 
 
 class Strategy(Protocol):
     name: str
+    budget_free: bool  # True when what it stores does not depend on the budget (one run serves every budget)
 
-    def observe(self, session_id: str, turn_id: str, role: str, content: str, time: float | None) -> list[Event]: ...
+    def observe(self, session_id: str, turn_id: str, role: str, content: str, time: float | None,
+                speaker: str | None = None) -> list[Event]: ...
 
     def end_session(self, session_id: str) -> None: ...
 
@@ -43,11 +48,13 @@ class FullHistory:
     """Every turn of every session, whatever the budget."""
 
     name = "full"
+    budget_free = True
 
     def __init__(self, user_id: str) -> None:
         self.buf = EpisodicBuffer("all", user_id, window_tokens=10**12)
 
-    def observe(self, session_id: str, turn_id: str, role: str, content: str, time: float | None) -> list[Event]:
+    def observe(self, session_id: str, turn_id: str, role: str, content: str, time: float | None,
+                speaker: str | None = None) -> list[Event]:
         self.buf.append(role, content, turn_id, time)
         return []
 
@@ -78,6 +85,7 @@ class SummaryCompression(FullHistory):
     """The newest turns plus a running summary of older ones, across sessions (60/40 split of the budget)."""
 
     name = "summary"
+    budget_free = False
 
     def __init__(self, user_id: str, budget: int, summary_share: float = 0.4) -> None:
         self.buf = EpisodicBuffer("all", user_id, window_tokens=int(budget * (1 - summary_share)),
@@ -88,21 +96,49 @@ class SummaryCompression(FullHistory):
 
 
 class TwoLayer:
-    """memkit's ``Memory``: this session's window and summary plus the user's facts, under one policy."""
+    """memkit's ``Memory``: this session's window and summary plus the user's facts and episodes, under one policy."""
+
+    budget_free = True
 
     def __init__(self, user_id: str, store: FactStore, policy: str = "keyed", k: int = 5, **memory_options: object) -> None:
         self.name = f"two-layer:{policy}"
         self.user_id = user_id
         self.memory = Memory(store=store, policy=policy, k=k, **memory_options)  # type: ignore[arg-type]
 
-    def observe(self, session_id: str, turn_id: str, role: str, content: str, time: float | None) -> list[Event]:
-        return self.memory.observe(self.user_id, session_id, role, content, turn_id, time)
+    def observe(self, session_id: str, turn_id: str, role: str, content: str, time: float | None,
+                speaker: str | None = None) -> list[Event]:
+        return self.memory.observe(self.user_id, session_id, role, content, turn_id, time, speaker)
 
     def end_session(self, session_id: str) -> None:
         self.memory.end_session(self.user_id, session_id)
 
     def context(self, session_id: str, query: str, budget: int) -> Context:
         return self.memory.context(self.user_id, session_id, query, budget)
+
+
+class NoFacts:
+    """An extractor that keeps nothing: raw-turn retrieval stores no facts."""
+
+    def extract(self, text: str, source: tuple[str, ...] = ()) -> list[Candidate]:
+        return []
+
+
+class RawTurnRetrieval(TwoLayer):
+    """The equal-token baseline: past turns retrieved by one channel (or both, fused) and packed in rank order
+    into the budget, with this session's newest turns; no facts, no summary, no dates."""
+
+    def __init__(self, name: str, user_id: str, store: FactStore, **memory_options: object) -> None:
+        self.name = name
+        self.user_id = user_id
+        base = memory_options.pop("recall", None) or RecallOptions()
+        options = {**memory_options, "profile_tokens": 0, "facts": False, "episode_dates": False,
+                   "recall": replace(base, channels=RAG[name]), "extractor": NoFacts()}
+        self.memory = Memory(store=store, **options)  # type: ignore[arg-type]
+
+
+def budget_free(name: str) -> bool:
+    """Whether strategy ``name`` stores the same things whatever the budget (so one run serves every budget)."""
+    return name != SummaryCompression.name
 
 
 def make(name: str, user_id: str, budget: int, store: FactStore | None = None, k: int = 5,
@@ -117,4 +153,7 @@ def make(name: str, user_id: str, budget: int, store: FactStore | None = None, k
     if name.startswith("two-layer"):
         policy = name.split(":", 1)[1] if ":" in name else "keyed"
         return TwoLayer(user_id, store or FactStore.ephemeral(), policy, k, **memory_options)
+    if name in RAG:
+        rag_options = {k_: v for k_, v in memory_options.items() if k_ in ("neighbours", "window_share", "recall")}
+        return RawTurnRetrieval(name, user_id, store or FactStore.ephemeral(), **rag_options)
     raise ValueError(f"unknown strategy {name!r}; choose from {STRATEGIES}")

@@ -70,6 +70,48 @@ class Fact:
 
 
 @dataclass(frozen=True)
+class Episode:
+    """One observed turn kept as long-term memory: what was said, by whom, in which session, when.
+
+    ``id`` is the store's sequence number; ``turn_id`` is the caller's id of the turn; ``pos`` its place
+    in the session. Episodes are append-only: conflict policies never edit them.
+    """
+
+    id: str
+    user_id: str
+    session_id: str
+    turn_id: str
+    speaker: str
+    role: str
+    content: str
+    time: float
+    tokens: int = 0
+    pos: int = 0
+
+    def evolve(self, **changes: Any) -> "Episode":
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class Recalled:
+    """An item found by hybrid recall: a ``Fact`` or an ``Episode``, its fused score, and its rank per channel.
+
+    ``ranks`` maps a channel (``"lexical"``, ``"dense"``) to the item's 1-based rank in it; ``similarity`` is
+    the dense similarity when the dense channel measured it (NaN otherwise).
+    """
+
+    item: Any
+    score: float
+    ranks: dict[str, int]
+    similarity: float = float("nan")
+    why: str = ""
+
+    @property
+    def channels(self) -> str:
+        return "+".join(f"{c}#{r}" for c, r in sorted(self.ranks.items()))
+
+
+@dataclass(frozen=True)
 class Candidate:
     """A fact proposed by an extractor, before it has an id or an owner."""
 

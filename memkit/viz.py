@@ -11,7 +11,7 @@ from plotly.subplots import make_subplots
 
 from .types import Context, Event, Fact, Hit
 
-PALETTE = {"facts": "#4C78A8", "summary": "#F58518", "turns": "#54A24B", "documents": "#B279A2"}
+PALETTE = {"facts": "#4C78A8", "episodes": "#72B7B2", "summary": "#F58518", "turns": "#54A24B", "documents": "#B279A2"}
 
 
 def _t(ts: float) -> datetime:
@@ -113,8 +113,11 @@ def episodic_trace(trace: pd.DataFrame) -> go.Figure:
 
 
 def strategy_comparison(summary: pd.DataFrame) -> go.Figure:
-    """Evidence recall and context tokens per strategy (the ``all`` rows of a bench summary)."""
+    """Evidence recall and context tokens per strategy (the ``all`` rows of a bench summary); with several
+    budgets, recall against budget, one line per strategy."""
     s = summary[summary["type"] == "all"]
+    if "budget" in s and s["budget"].nunique() > 1:
+        return recall_vs_budget(summary)
     fig = make_subplots(rows=1, cols=2, subplot_titles=("evidence recall", "context tokens per probe"))
     fig.add_trace(go.Bar(x=s["strategy"], y=s["evidence_recall"].round(3), marker_color="#4C78A8", showlegend=False), 1, 1)
     fig.add_trace(go.Bar(x=s["strategy"], y=s["context_tokens"].round(1), marker_color="#F58518", showlegend=False), 1, 2)
@@ -123,7 +126,28 @@ def strategy_comparison(summary: pd.DataFrame) -> go.Figure:
     return fig
 
 
+def recall_vs_budget(summary: pd.DataFrame) -> go.Figure:
+    """Evidence recall (left) and tokens used (right) against the context budget, one line per strategy."""
+    s = summary[summary["type"] == "all"]
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("evidence recall", "context tokens per probe"))
+    for i, (name, g) in enumerate(s.groupby("strategy", sort=False)):
+        g = g.sort_values("budget")
+        color = COLORS[i % len(COLORS)]
+        fig.add_trace(go.Scatter(x=g["budget"], y=g["evidence_recall"].round(3), name=name, line_color=color,
+                                 mode="lines+markers"), 1, 1)
+        fig.add_trace(go.Scatter(x=g["budget"], y=g["context_tokens"].round(1), name=name, line_color=color,
+                                 mode="lines+markers", showlegend=False), 1, 2)
+    fig.update_yaxes(range=[0, 1], row=1, col=1)
+    fig.update_xaxes(title="budget (tokens)")
+    fig.update_layout(height=420, title="Recall against budget", margin={"t": 60})
+    return fig
+
+
+COLORS = ["#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#FF9DA6", "#9D755D", "#BAB0AC"]
+
+
 def recall_by_type(summary: pd.DataFrame) -> pd.DataFrame:
-    """Evidence recall pivoted: probe types as rows, strategies as columns."""
+    """Evidence recall pivoted: probe types as rows, strategy (and budget, when there are several) as columns."""
     s = summary[summary["type"] != "all"]
-    return s.pivot_table(index="type", columns="strategy", values="evidence_recall", sort=False).round(3)
+    columns = ["strategy", "budget"] if "budget" in s and s["budget"].nunique() > 1 else "strategy"
+    return s.pivot_table(index="type", columns=columns, values="evidence_recall", sort=False).round(3)

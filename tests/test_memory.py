@@ -36,15 +36,16 @@ def test_context_priority_budget_and_account(embedder):
     for budget in (40, 120, 400):
         ctx = m.context("u", "s", "How many kilometres is the route?", budget=budget)
         assert ctx.tokens <= budget
-        assert [p.name for p in ctx.parts] == ["facts", "summary", "turns"]
+        assert [p.name for p in ctx.parts] == ["facts", "episodes", "summary", "turns"]
         assert ctx.messages[-1]["content"].startswith("How many kilometres")  # newest turn always present
-        for p in ctx.parts[:2]:
+        assert not ctx.parts[1].items  # this session's turns are in the window or summary, never twice as episodes
+        for p in ctx.parts[:3]:
             assert p.tokens == tokens.count(p.text)
         turns = [msg["content"] for msg in ctx.messages if msg["role"] != "system"]
-        assert ctx.parts[2].tokens == sum(tokens.count(t) for t in turns)
+        assert ctx.parts[3].tokens == sum(tokens.count(t) for t in turns)
     big = m.context("u", "s", "How many kilometres is the route?", budget=400)
     assert "metric" in big.messages[0]["content"]
-    assert big.parts[1].text  # a summary of turns that left the window
+    assert big.parts[2].text  # a summary of turns that left the window
 
 
 def test_documents_rank_below_memory_and_are_never_written(embedder):
@@ -53,7 +54,7 @@ def test_documents_rank_below_memory_and_are_never_written(embedder):
     m = Memory(store=store, retriever=lambda q: docs, document_share=0.3)
     m.observe("u", "s", "user", "I prefer metric units.")
     ctx = m.context("u", "s", "what units and style?", budget=300)
-    assert [p.name for p in ctx.parts] == ["facts", "summary", "turns", "documents"]
+    assert [p.name for p in ctx.parts] == ["facts", "episodes", "summary", "turns", "documents"]
     assert ctx.parts[-1].tokens <= 90
     assert ctx.messages[-1]["role"] == "user"
     assert all("tabs" not in f.text for f in store.get("u"))

@@ -13,7 +13,7 @@ from .data import FORMATS
 from .runner import DEFAULT_STRATEGIES
 
 SHOWN = ["strategy", "evidence_recall", "answer_in_context", "judged_correct", "context_tokens", "tokens_per_turn", "stale",
-         "op_accuracy", "duplicate_rate", "read_p50_ms", "read_p95_ms", "write_p50_ms", "write_p95_ms"]
+         "op_accuracy", "duplicate_rate", "read_p50_ms", "read_p95_ms", "write_p50_ms", "write_p95_ms", "turns_per_s"]
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -36,7 +36,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     options = {"profile_tokens": args.profile_tokens}
     if args.floor is not None:
         options["min_score"] = args.floor
-    results, summary, confusion = run(convs, strategies, budget=args.budget, k=args.k, progress=True,
+    budgets = _budgets(args.budget)
+    results, summary, confusion = run(convs, strategies, budget=budgets, k=args.k, progress=True,
                                       per_turn_tokens=not args.no_turn_tokens, judge_model=judge_model, **options)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -45,7 +46,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     confusion.to_csv(out / "confusion.csv", index=False)
     strategy_comparison(summary).write_html(out / "plot.html", include_plotlyjs=True)
     (out / "run.json").write_text(json.dumps({"data": str(args.data), "format": args.format, "conversations": len(convs),
-                                              "strategies": strategies, "budget": args.budget, "k": args.k,
+                                              "strategies": strategies, "budget": budgets if len(budgets) > 1 else budgets[0], "k": args.k,
                                               **options}, indent=2))
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(summary[summary["type"] == "all"][[c for c in SHOWN if c in summary]].round(3).to_string(index=False))
@@ -53,6 +54,19 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(recall_by_type(summary).to_string())
     print(f"\nwrote {out}/results.csv, summary.csv, confusion.csv, plot.html")
     return 0
+
+
+def _budgets(text: str) -> list[int]:
+    """``"400"`` or ``"100,200,400"``: positive token budgets."""
+    from ..errors import ConfigError
+
+    try:
+        budgets = [int(x) for x in str(text).split(",") if x.strip()]
+    except ValueError:
+        raise ConfigError(f"--budget takes positive integers separated by commas, got {text!r}") from None
+    if not budgets or min(budgets) <= 0:
+        raise ConfigError(f"--budget takes positive integers separated by commas, got {text!r}")
+    return budgets
 
 
 def cmd_bench_scale(args: argparse.Namespace) -> int:
@@ -112,7 +126,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--data", required=True, help="memkit JSONL, locomo10.json or longmemeval_*.json")
     b.add_argument("--format", choices=FORMATS, default=None, help="default: guessed from the file name")
     b.add_argument("--strategy", action="append", choices=STRATEGIES, help="repeat for several (default: %(default)s)")
-    b.add_argument("--budget", type=int, default=1200, help="context budget in tokens")
+    b.add_argument("--budget", default="1200",
+                   help="context budget in tokens, or several separated by commas (recall against budget)")
     b.add_argument("--k", type=int, default=5, help="facts retrieved per query")
     b.add_argument("--profile-tokens", type=int, default=150,
                    help="two-layer: tokens for the user-profile block (0: similarity search only)")

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..facts import FactStore
-from ..strategies import STRATEGIES, make
+from ..strategies import STRATEGIES, budget_free, make
 from .data import Conversation, timestamp
 from .judge import judge
 from .metrics import (OPS, answer_in_context, duplicate_rate, evidence_recall, percentile, stale, turn_op)
@@ -19,13 +19,20 @@ from .metrics import (OPS, answer_in_context, duplicate_rate, evidence_recall, p
 DEFAULT_STRATEGIES = ("full", "window", "summary", "two-layer:keyed", "two-layer:similarity")
 
 
-def run_conversation(conv: Conversation, strategy: str, budget: int, k: int, store: FactStore,
+def run_conversation(conv: Conversation, strategy: str, budget: int | Sequence[int], k: int, store: FactStore,
                      per_turn_tokens: bool = True, judge_model: Any = None,
                      **memory_options: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Feed one conversation to one strategy; return its probe rows and its per-conversation stats."""
-    s = make(strategy, conv.user_id, budget, store=store, k=k, **memory_options)
+    """Feed one conversation to one strategy; return its probe rows (one per budget) and its per-conversation stats.
+
+    ``budget`` may be a list: a strategy whose memory does not depend on the budget is fed once and asked at
+    every budget; the others (``summary``) are fed once per budget by ``run``.
+    """
+    budgets = [budget] if isinstance(budget, int) else list(budget)
+    s = make(strategy, conv.user_id, budgets[0], store=store, k=k, **memory_options)
     gold = {op["turn"]: op["op"] for op in conv.ops}
-    rows, turn_tokens, writes, reads = [], [], [], []
+    rows, writes, reads = [], [], []
+    write_total = 0.0
+    turn_tokens: dict[int, list[int]] = {b: [] for b in budgets}
     confusion: dict[tuple[str, str], int] = {}
     probes_after: dict[str, list] = {}
     for p in conv.probes:
@@ -35,66 +42,79 @@ def run_conversation(conv: Conversation, strategy: str, budget: int, k: int, sto
         for i, turn in enumerate(session.turns):
             when = None if t0 is None else t0 + i
             start = time.perf_counter()
-            events = s.observe(session.id, turn.id, turn.role, turn.content, when)
+            events = s.observe(session.id, turn.id, turn.role, turn.content, when, turn.speaker)
             writes.append((time.perf_counter() - start) * 1000)
             if turn.role == "user":
                 if conv.ops:
                     key = (gold.get(turn.id, "NOOP"), turn_op(events))
                     confusion[key] = confusion.get(key, 0) + 1
                 if per_turn_tokens:
-                    turn_tokens.append(s.context(session.id, turn.content, budget).tokens)
-        s.end_session(session.id)
+                    for b in budgets:
+                        turn_tokens[b].append(s.context(session.id, turn.content, b).tokens)
+        start = time.perf_counter()
+        s.end_session(session.id)  # batched episode embeddings land here: part of the write path's cost
+        end_ms = (time.perf_counter() - start) * 1000
+        write_total += sum(writes[-len(session.turns):]) + end_ms if session.turns else end_ms
         for p in probes_after.get(session.id, ()):
-            start = time.perf_counter()
-            ctx = s.context(f"probe:{p.id}", p.question, budget)
-            reads.append((time.perf_counter() - start) * 1000)
+            for b in budgets:
+                start = time.perf_counter()
+                ctx = s.context(f"probe:{p.id}", p.question, b)
+                reads.append((time.perf_counter() - start) * 1000)
+                row = {"conversation": conv.id, "strategy": strategy, "budget": b, "probe": p.id, "type": p.type,
+                       "evidence_recall": evidence_recall(ctx, conv, p.evidence),
+                       "answer_in_context": answer_in_context(ctx, p.answer) if p.type != "abstention" else math.nan,
+                       "context_tokens": ctx.tokens, "stale": stale(ctx, p.answer, p.old_answer), "read_ms": reads[-1]}
+                if judge_model is not None:
+                    row["judged_correct"], row["judged_answer"] = judge(judge_model, ctx, p.question, p.answer)
+                rows.append(row)
             if hasattr(s, "memory"):
                 s.memory.end_session(conv.user_id, f"probe:{p.id}")
-            row = {"conversation": conv.id, "strategy": strategy, "probe": p.id, "type": p.type,
-                   "evidence_recall": evidence_recall(ctx, conv, p.evidence),
-                   "answer_in_context": answer_in_context(ctx, p.answer) if p.type != "abstention" else math.nan,
-                   "context_tokens": ctx.tokens, "stale": stale(ctx, p.answer, p.old_answer), "read_ms": reads[-1]}
-            if judge_model is not None:
-                row["judged_correct"], row["judged_answer"] = judge(judge_model, ctx, p.question, p.answer)
-            rows.append(row)
     facts = store.get(conv.user_id) if strategy.startswith("two-layer") else []
-    stats = {"conversation": conv.id, "strategy": strategy, "tokens_per_turn": float(np.mean(turn_tokens)) if turn_tokens else math.nan,
-             "write_ms": writes, "read_ms": reads, "confusion": confusion,
-             "duplicate_rate": duplicate_rate(facts) if strategy.startswith("two-layer") else math.nan}
+    stats = [{"conversation": conv.id, "strategy": strategy, "budget": b,
+              "tokens_per_turn": float(np.mean(turn_tokens[b])) if turn_tokens[b] else math.nan,
+              "write_ms": writes, "write_total_ms": write_total, "turns": len(writes), "read_ms": reads[j::len(budgets)], "confusion": confusion if j == 0 else {},
+              "duplicate_rate": duplicate_rate(facts) if strategy.startswith("two-layer") else math.nan}
+             for j, b in enumerate(budgets)]
     return rows, stats
 
 
-def run(conversations: Sequence[Conversation], strategies: Iterable[str] = DEFAULT_STRATEGIES, budget: int = 1200,
-        k: int = 5, store: FactStore | None = None, progress: bool = False,
+def run(conversations: Sequence[Conversation], strategies: Iterable[str] = DEFAULT_STRATEGIES,
+        budget: int | Sequence[int] = 1200, k: int = 5, store: FactStore | None = None, progress: bool = False,
         per_turn_tokens: bool = True, judge_model: Any = None,
         **memory_options: Any) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Every strategy on every conversation: (results per probe, summary per strategy and type, op confusion).
+    """Every strategy on every conversation at every budget: (results per probe, summary per strategy, budget
+    and probe type, op confusion).
 
     ``memory_options`` go to the two-layer strategies' ``Memory`` (e.g. ``profile_tokens=0``, ``min_score``).
     With ``judge_model`` (a chat model), each probe also gets ``judged_correct`` (see ``eval.judge``).
     """
     strategies = list(strategies)
+    budgets = [budget] if isinstance(budget, int) else list(budget)
     for name in strategies:
         if name not in STRATEGIES:
             raise ValueError(f"unknown strategy {name!r}; choose from {STRATEGIES}")
     store = store or FactStore.ephemeral()
-    jobs = [(c, s) for s in strategies for c in conversations]
+    jobs = []
+    for name in strategies:
+        free = budget_free(name)
+        for c in conversations:
+            jobs += [(c, name, budgets)] if free else [(c, name, [b]) for b in budgets]
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(jobs), desc="bench", unit="conv")
     rows, stats = [], []
-    for conv, name in jobs:
-        r, st = run_conversation(_scoped(conv, name), name, budget, k, store, per_turn_tokens, judge_model,
+    for conv, name, bs in jobs:
+        r, st = run_conversation(_scoped(conv, name), name, bs, k, store, per_turn_tokens, judge_model,
                                  **memory_options)
         rows += r
-        stats.append(st)
+        stats += st
         if bar:
             bar.update(1)
     if bar:
         bar.close()
-    columns = ["conversation", "strategy", "probe", "type", "evidence_recall", "answer_in_context",
+    columns = ["conversation", "strategy", "budget", "probe", "type", "evidence_recall", "answer_in_context",
                "context_tokens", "stale", "read_ms"] + (["judged_correct", "judged_answer"] if judge_model else [])
     results = pd.DataFrame(rows, columns=columns)
     return results, summarise(results, stats, strategies), confusion_table(stats)
@@ -106,38 +126,42 @@ def _scoped(conv: Conversation, strategy: str) -> Conversation:
 
 
 def summarise(results: pd.DataFrame, stats: list[dict[str, Any]], strategies: Sequence[str]) -> pd.DataFrame:
-    """One row per strategy per probe type, plus an ``all`` row per strategy with the run-level columns."""
+    """One row per strategy, budget and probe type, plus an ``all`` row per strategy and budget with the
+    run-level columns."""
     metrics = {"evidence_recall": "mean", "answer_in_context": "mean", "context_tokens": "mean", "stale": "mean",
                "probe": "count"}
     if "judged_correct" in results:
         metrics["judged_correct"] = "mean"
-    by_type = results.groupby(["strategy", "type"]).agg(metrics).rename(columns={"probe": "probes"}).reset_index()
-    overall = results.groupby("strategy").agg(metrics).rename(columns={"probe": "probes"}).reset_index()
-    overall.insert(1, "type", "all")
+    keys = ["strategy", "budget"]
+    by_type = results.groupby(keys + ["type"]).agg(metrics).rename(columns={"probe": "probes"}).reset_index()
+    overall = results.groupby(keys).agg(metrics).rename(columns={"probe": "probes"}).reset_index()
+    overall.insert(2, "type", "all")
     extra = []
     for name in strategies:
-        st = [s for s in stats if s["strategy"] == name]
-        writes = [w for s in st for w in s["write_ms"]]
-        reads = [r for s in st for r in s["read_ms"]]
-        conf = {}
-        for s in st:
-            for key, n in s["confusion"].items():
-                conf[key] = conf.get(key, 0) + n
-        total = sum(conf.values())
-        per_turn = [s["tokens_per_turn"] for s in st if not math.isnan(s["tokens_per_turn"])]
-        extra.append({"strategy": name, "tokens_per_turn": float(np.mean(per_turn)) if per_turn else math.nan,
-                      "op_accuracy": sum(n for (g, p), n in conf.items() if g == p) / total
-                      if total and name.startswith("two-layer") else math.nan,
-                      "duplicate_rate": float(np.nanmean([s["duplicate_rate"] for s in st]))
-                      if name.startswith("two-layer") else math.nan,
-                      "read_p50_ms": percentile(reads, 50), "read_p95_ms": percentile(reads, 95),
-                      "write_p50_ms": percentile(writes, 50), "write_p95_ms": percentile(writes, 95)})
-    overall = overall.merge(pd.DataFrame(extra), on="strategy", how="left")
+        for b in sorted({s["budget"] for s in stats if s["strategy"] == name}):
+            st = [s for s in stats if s["strategy"] == name and s["budget"] == b]
+            writes = [w for s in st for w in s["write_ms"]]
+            reads = [r for s in st for r in s["read_ms"]]
+            conf: dict[tuple[str, str], int] = {}
+            for s in [s for s in stats if s["strategy"] == name]:
+                for key, n in s["confusion"].items():
+                    conf[key] = conf.get(key, 0) + n
+            total = sum(conf.values())
+            per_turn = [s["tokens_per_turn"] for s in st if not math.isnan(s["tokens_per_turn"])]
+            extra.append({"strategy": name, "budget": b, "tokens_per_turn": float(np.mean(per_turn)) if per_turn else math.nan,
+                          "op_accuracy": sum(n for (g, p), n in conf.items() if g == p) / total
+                          if total and name.startswith("two-layer") else math.nan,
+                          "duplicate_rate": float(np.nanmean([s["duplicate_rate"] for s in st]))
+                          if name.startswith("two-layer") else math.nan,
+                          "turns_per_s": sum(s["turns"] for s in st) / max(sum(s["write_total_ms"] for s in st) / 1000, 1e-9),
+                          "read_p50_ms": percentile(reads, 50), "read_p95_ms": percentile(reads, 95),
+                          "write_p50_ms": percentile(writes, 50), "write_p95_ms": percentile(writes, 95)})
+    overall = overall.merge(pd.DataFrame(extra), on=keys, how="left")
     out = pd.concat([overall, by_type], ignore_index=True)
     order = {n: i for i, n in enumerate(strategies)}
     out["_o"] = out["strategy"].map(order)
-    return out.sort_values(["_o", "type"], key=lambda c: c if c.name == "_o" else c.map(lambda t: "" if t == "all" else t)) \
-        .drop(columns="_o").reset_index(drop=True)
+    out["_t"] = out["type"].map(lambda t: "" if t == "all" else t)
+    return out.sort_values(["_o", "budget", "_t"]).drop(columns=["_o", "_t"]).reset_index(drop=True)
 
 
 def confusion_table(stats: list[dict[str, Any]]) -> pd.DataFrame:

@@ -1,0 +1,123 @@
+"""Packing recalled items into a token budget: pure functions from recalled facts, episodes and session
+turns to the parts of a ``Context``, each item with its tokens and why it got in.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Callable, Sequence
+
+from . import tokens
+from .types import Episode, Hit, Part, Recalled, Turn
+
+
+def date_label(t: float) -> str:
+    """A session date as people write it: ``8 May 2023``."""
+    d = datetime.fromtimestamp(t)
+    return f"{d.day} {d.strftime('%B %Y')}"
+
+
+def episode_line(e: Episode) -> str:
+    """One episode as a context line: ``Caroline: ...``."""
+    return f"{e.speaker}: {e.content}"
+
+
+def session_header(e: Episode) -> str:
+    """The line above a session's episodes: its date, once per session shown (``[8 May 2023]``)."""
+    return f"[{date_label(e.time)}]"
+
+
+def render_episodes(episodes: Sequence[Episode], dates: bool = True) -> str:
+    """Episodes in the order given; with ``dates``, a header with the session date before each session's run."""
+    lines: list[str] = []
+    last = None
+    for e in episodes:
+        if dates and e.session_id != last:
+            lines.append(session_header(e))
+        last = e.session_id
+        lines.append(episode_line(e))
+    return "\n".join(lines)
+
+
+def line_cost(line: str) -> int:
+    """Tokens a line adds to a block (its own tokens and the newline before it): an upper bound."""
+    return tokens.count(line) + 1
+
+
+def pack_facts(hits: Sequence[Hit], budget: int, profile_tokens: int) -> Part:
+    """Facts in order (recalled first, then profile), within ``budget``; profile facts within ``profile_tokens``."""
+    lines, items, used, profile_used = [], [], 0, 0
+    for h in hits:
+        line = f"- {h.fact.text}"
+        cost = line_cost(line)
+        if h.why == "profile" and profile_used + cost > profile_tokens:
+            break
+        if used + cost > budget:
+            continue
+        used += cost
+        profile_used += cost if h.why == "profile" else 0
+        lines.append(line)
+        items.append({"id": h.fact.id, "text": h.fact.text, "similarity": _round(h.similarity), "score": _round(h.score),
+                      "why": h.why, "source": list(h.fact.source)})
+    text = "\n".join(lines)
+    return Part("facts", text, tokens.count(text), tuple(items))
+
+
+def pack_episodes(recalled: Sequence[Recalled], budget: int, skip: Callable[[Episode], bool],
+                  neighbours: Callable[[Episode], Sequence[Episode]] | None = None, dates: bool = True,
+                  truncates: Callable[[str], bool] | None = None) -> Part:
+    """Episodes in fused rank until ``budget`` is spent, shown in the order they were said.
+
+    ``skip`` leaves out what the context already holds (this session's turns, the sources of shown facts);
+    ``neighbours`` (when given) adds the turns around each hit after it, while they fit.
+    """
+    chosen: dict[str, tuple[Episode, dict[str, Any]]] = {}
+    sessions: set[str] = set()
+    used = 0
+
+    def take(e: Episode, item: dict[str, Any]) -> bool:
+        nonlocal used
+        if e.id in chosen or skip(e):
+            return False
+        header = dates and e.session_id not in sessions
+        cost = line_cost(episode_line(e)) + (line_cost(session_header(e)) if header else 0)
+        if used + cost > budget:
+            return False
+        used += cost
+        sessions.add(e.session_id)
+        if truncates is not None and truncates(e.content):
+            item["embedding"] = "truncated to the embedder's window; the lexical index has every word"
+        chosen[e.id] = (e, {**item, "tokens": cost})
+        return True
+
+    for rank, r in enumerate(recalled, 1):
+        if budget - used < 8:
+            break
+        e = r.item
+        if take(e, {"turn_id": e.turn_id, "session_id": e.session_id, "speaker": e.speaker, "rank": rank,
+                    "why": r.why, "score": _round(r.score), "similarity": _round(r.similarity)}) and neighbours:
+            for n in neighbours(e):
+                take(n, {"turn_id": n.turn_id, "session_id": n.session_id, "speaker": n.speaker, "rank": rank,
+                         "why": f"neighbour of {e.turn_id} (#{rank})", "score": None, "similarity": None})
+    ordered = sorted(chosen.values(), key=lambda x: int(x[0].id))
+    text = render_episodes([e for e, _ in ordered], dates)
+    return Part("episodes", text, tokens.count(text), tuple(item for _, item in ordered))
+
+
+def pack_turns(window: Sequence[Turn], budget: int) -> list[Turn]:
+    """The newest turns that fit ``budget``; the newest one alone is cut to fit rather than dropped."""
+    chosen: list[Turn] = []
+    left = budget
+    for t in reversed(window):
+        if t.tokens > left and chosen:
+            break
+        if t.tokens > left:
+            cut = tokens.truncate(t.content, max(left, 0))
+            t = Turn(t.id, t.session_id, t.user_id, t.role, cut, tokens.count(cut), t.time)
+        chosen.insert(0, t)
+        left -= t.tokens
+    return chosen
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None or x != x else round(float(x), 3)
