@@ -66,6 +66,13 @@ class MiniLMEmbedder(EmbeddingFunction[Documents]):
                 out[i] = vec
         return out
 
+    def truncates(self, text: str) -> bool:
+        """Whether ``text`` is longer than the model's window (its tail would not be embedded)."""
+        with self._lock:
+            if self._session is None:
+                self._load()
+        return bool(self._tokenizer.encode(text).overflowing)
+
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         enc = self._tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in enc], dtype=np.int64)

@@ -7,6 +7,7 @@ of the calls and the token budget of the assembled context.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 from . import assemble, reconcile, tokens, validate
@@ -21,6 +22,9 @@ from .summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from .types import Candidate, Context, Episode, Event, EventKind, Fact, Hit, Part, Recalled
 
 Retriever = Callable[[str], Sequence[str]]
+# The profile block takes at most this share of a budget: at 100 tokens a 150-token profile would leave
+# nothing for what the question is about (measured on the dev split; README).
+PROFILE_SHARE = 0.15
 
 
 def newest_per_key(facts: Sequence[Fact]) -> dict[str, Fact]:
@@ -161,7 +165,7 @@ class Memory:
         important first (``why="profile"``). Under ``append`` only the newest fact of each key is shown.
 
         Each recalled hit's ``why`` names the channels and ranks that found it (``"dense #1 + lexical #3"``);
-        ``context`` admits profile facts only up to ``profile_tokens``.
+        ``context`` admits profile facts only up to ``profile_tokens`` (and 15% of the budget).
         """
         vector = self.store.embed_query(query) if "dense" in self.recall_options.channels and query.strip() else None
         return self._fact_hits(user_id, query, vector, k, min_score)
@@ -191,12 +195,14 @@ class Memory:
         nan = float("nan")
         return shown + [Hit(f, nan, nan, why="profile") for f in rest]
 
-    def _recall(self, user_id: str, query: str) -> tuple[list[Hit], list[Recalled]]:
+    def _recall(self, user_id: str, query: str, budget: int) -> tuple[list[Hit], list[Recalled]]:
         if not query.strip():
             return self._fact_hits(user_id, query, None), []
         vector = self.store.embed_query(query) if "dense" in self.recall_options.channels else None
         facts = self._fact_hits(user_id, query, vector) if self.facts else []
-        episodes = recall_episodes(self.store, user_id, query, vector, self.recall_options) if self.episodes else []
+        # read deep enough to fill the budget with short turns (about 10 tokens each)
+        options = replace(self.recall_options, depth=max(self.recall_options.depth, budget // 10))
+        episodes = recall_episodes(self.store, user_id, query, vector, options) if self.episodes else []
         return facts, episodes
 
     def context(self, user_id: str, session_id: str, query: str, budget: int = 1200) -> Context:
@@ -208,7 +214,7 @@ class Memory:
         shown fact), then the running summary and the newest turns, then documents in their own share.
         """
         buf = self.session(user_id, session_id)
-        recall_future = self._pool.submit(self._recall, user_id, query)
+        recall_future = self._pool.submit(self._recall, user_id, query, budget)
         docs_future = self._pool.submit(self.retriever, query) if self.retriever else None
         summary, window = buf.summary, list(buf.window)  # the episodic read, while the searches run
         in_session = {t.id for t in buf.turns}
@@ -218,7 +224,8 @@ class Memory:
         newest = sum(t.tokens for t in window[-1:])
         reserve = min(max(newest, min(sum(t.tokens for t in window), int(left * self.window_share))), left)
 
-        facts = assemble.pack_facts(fact_hits, left - reserve, self.profile_tokens)
+        profile = min(self.profile_tokens, int(left * PROFILE_SHARE))
+        facts = assemble.pack_facts(fact_hits, left - reserve, profile)
         left -= facts.tokens
         shown_sources = {s for item in facts.items for s in item["source"]}
         eps = assemble.pack_episodes(

@@ -89,7 +89,7 @@ print(memory.profile(demo.USER))
     code("""
 viz.events_table(memory.store.history(demo.USER))[["event", "key", "after", "source"]]
 """),
-    md("## What went into Friday's context, and why\nThe account lists every item with its part and why it got in: *similar* facts by similarity to the question (above the floor), *profile* facts as the user's profile block (the rest of their facts, most important first, within `profile_tokens`). \"How far should my long run be\" is not similar to \"metric units\": the preference arrives through the profile."),
+    md("## What went into Friday's context, and why\nThe account lists every item with its part and why it got in: recalled facts with the channels that found them and their ranks (*lexical* shared words, *dense* similarity above the floor), *profile* facts as the user's profile block (the rest of their facts, most important first, within `profile_tokens`), and *episodes*: Tuesday's turns themselves, under their session date. \"How far should my long run be\" is not similar to \"metric units\": the preference arrives through the profile."),
     code("""
 viz.context_table(friday).round(2)
 """),
@@ -459,7 +459,7 @@ for q in queries:
                      "importance": h.fact.importance, "score": round(h.score, 2), "above floor": h.similarity >= floor})
 pd.DataFrame(rows)
 """),
-    md("Small talk never became a fact, so a noisy turn like *\"It was hot yesterday.\"* finds only weak matches, and they stay below the floor. The last query shows a trap: facts are written in the third person (*\"User is …\"*), so a query that says *\"the user\"* is pulled towards every fact; two of them clear the floor (and would enter as *similar*)."),
+    md("Small talk never became a fact, so a noisy turn like *\"It was hot yesterday.\"* finds only weak matches, and they stay below the floor. The last query shows a trap: facts are written in the third person (*\"User is …\"*), so a query that says *\"the user\"* is pulled towards every fact; two of them clear the floor (and would enter through the dense channel)."),
     code(IGNORE + """
 viz.recall_scores(memory.store.search("u", queries[0], k=8, min_score=-1.0), floor)
 """),
@@ -478,7 +478,7 @@ both = [(h.fact.text, round(h.score, 2)) for h in memory.store.search("u", q, k=
 sim_only = [(h.fact.text, round(h.score, 2)) for h in memory.store.search("u", q, k=3, min_score=-1.0, weights=(1.0, 0.0))]
 pd.DataFrame({"0.7 sim + 0.3 importance": both, "similarity only": sim_only})
 """),
-    md("## The profile block and the context account\nA question with no similar fact: with the profile block (default, `profile_tokens=150`) the user's facts still arrive, most important first; with `profile_tokens=0` only similarity decides, and nothing gets in. The account says which item got in and why, with tokens per part."),
+    md("## The profile block and the context account\nA question with no similar fact: with the profile block (default, `profile_tokens=150`) the user's facts still arrive, most important first; with `profile_tokens=0` only recall decides, and no fact gets in (the turns that said it can still arrive as episodes). The account says which item got in and why, with tokens per part."),
     code("""
 ctx = memory.context("u", "new-session", "How far should my long run be?", budget=budget)
 viz.context_table(ctx).round(2)

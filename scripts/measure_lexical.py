@@ -1,6 +1,6 @@
 """The two lexical candidates, measured side by side: SQLite FTS5 (memkit's ``Records``) and bm25s.
 
-    python scripts/measure_lexical.py --seed 1 --out results/lexical
+    pip install -e ".[bench]" && python scripts/measure_lexical.py --seed 1 --out results/lexical
 
 Both index the same text per turn (speaker and words) of every conversation of a chat suite and rank the
 turns for every probe; the ranked turns are packed into 400 and 1,200 tokens in rank order, and the

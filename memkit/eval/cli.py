@@ -116,7 +116,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    g = sub.add_parser("generate", help="write the realistic two-person chat suite (memkit JSONL) from a seed")
+    g = sub.add_parser("generate", help="write a benchmark suite (memkit JSONL) from a seed")
+    g.add_argument("--suite", choices=["chats"], default="chats",
+                   help="chats: the realistic two-person suite (data/chats.jsonl is seed 0)")
     g.add_argument("--seed", type=int, default=0, help="0 is the committed data/chats.jsonl; tune on other seeds")
     g.add_argument("--conversations", type=int, default=10)
     g.add_argument("--out", required=True)

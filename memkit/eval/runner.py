@@ -151,8 +151,7 @@ def summarise(results: pd.DataFrame, stats: list[dict[str, Any]], strategies: Se
             extra.append({"strategy": name, "budget": b, "tokens_per_turn": float(np.mean(per_turn)) if per_turn else math.nan,
                           "op_accuracy": sum(n for (g, p), n in conf.items() if g == p) / total
                           if total and name.startswith("two-layer") else math.nan,
-                          "duplicate_rate": float(np.nanmean([s["duplicate_rate"] for s in st]))
-                          if name.startswith("two-layer") else math.nan,
+                          "duplicate_rate": _mean([s["duplicate_rate"] for s in st]) if name.startswith("two-layer") else math.nan,
                           "turns_per_s": sum(s["turns"] for s in st) / max(sum(s["write_total_ms"] for s in st) / 1000, 1e-9),
                           "read_p50_ms": percentile(reads, 50), "read_p95_ms": percentile(reads, 95),
                           "write_p50_ms": percentile(writes, 50), "write_p95_ms": percentile(writes, 95)})
@@ -162,6 +161,11 @@ def summarise(results: pd.DataFrame, stats: list[dict[str, Any]], strategies: Se
     out["_o"] = out["strategy"].map(order)
     out["_t"] = out["type"].map(lambda t: "" if t == "all" else t)
     return out.sort_values(["_o", "budget", "_t"]).drop(columns=["_o", "_t"]).reset_index(drop=True)
+
+
+def _mean(values: Sequence[float]) -> float:
+    kept = [v for v in values if not math.isnan(v)]
+    return float(np.mean(kept)) if kept else math.nan
 
 
 def confusion_table(stats: list[dict[str, Any]]) -> pd.DataFrame:

@@ -1,0 +1,134 @@
+"""Episodes and hybrid recall against real Chroma (in-process, on disk, `chroma run`) and real SQLite FTS5."""
+
+import pytest
+
+from conftest import open_store
+from memkit import FactStore, Memory
+from memkit.eval.data import DSession, DTurn, Conversation, Probe
+from memkit.eval.runner import run
+from memkit.recall import RecallOptions, fuse, recall_episodes
+from memkit.types import Episode
+
+
+def ep(user, text, session="s1", speaker="Caroline", turn=None):
+    return Episode("", user, session, turn or f"{session}:{abs(hash(text)) % 1000}", speaker, "user", text, 1.7e9)
+
+
+def test_episode_is_searchable_at_once_lexically_and_after_its_batch_densely(store):
+    stored = store.add_episode("u1", ep("u1", "I adopted a tabby kitten from the shelter."))
+    assert stored.id and stored.pos == 0
+    assert store.records.count_episodes(store.owner("u1"), pending=True) == 1  # recorded, not yet embedded
+    assert [i for i, _ in store.lexical("u1", "episodes", "kitten shelter?", 5)] == [stored.id]
+    vec = store.embed_query("new pet cat")
+    assert [i for i, _ in store.dense("u1", "episodes", vec, 5)] == [stored.id]  # the read embedded it first
+    assert store.records.count_episodes(store.owner("u1"), pending=True) == 0
+
+
+def test_episodes_never_cross_users(store):
+    for user in ("alice", "bob"):
+        for text in ("My sister lives in Portland.", "I play the violin every night."):
+            store.add_episode(user, ep(user, f"{text} ({user})"))
+    vec = store.embed_query("violin Portland sister")
+    for user in ("alice", "bob"):
+        for r in recall_episodes(store, user, "violin Portland sister", vec):
+            assert r.item.user_id == user and user in r.item.content
+    assert store.lexical("carol", "episodes", "violin", 5) == []
+    assert store.dense("carol", "episodes", vec, 5) == []
+
+
+def test_observed_turns_survive_a_restart_before_their_embedding(tmp_path, request, embedder):
+    s = open_store("persistent", tmp_path, request, embedder, namespace="restart")
+    m = Memory(store=s)
+    m.observe("u", "s1", "user", "My starter is named Bubbles and I feed it every morning.")
+    s.close()  # no end_session: the embedding batch never ran
+    s2 = open_store("persistent", tmp_path, request, embedder, namespace="restart")
+    ctx = Memory(store=s2).context("u", "s2", "What is the sourdough starter called?", budget=200)
+    assert "Bubbles" in ctx.text
+    s2.close()
+
+
+def test_fusion_keeps_each_channels_rank_and_prefers_agreement():
+    fused = fuse({"lexical": ["a", "b", "c"], "dense": ["b", "d"]}, RecallOptions(rrf_k=10))
+    assert fused[0][0] == "b" and fused[0][2] == {"lexical": 2, "dense": 1}
+    assert {i for i, _, _ in fused} == {"a", "b", "c", "d"}
+    with pytest.raises(ValueError):
+        RecallOptions(channels=("sparse",))
+
+
+def test_lexical_query_with_fts_syntax_and_cjk(store):
+    store.add_episode("u", ep("u", "我喜欢喝绿茶。"))
+    store.add_episode("u", ep("u", 'She said "NEAR" AND * OR (stars) -- fine.'))
+    assert store.lexical("u", "episodes", "绿茶", 5)
+    assert store.lexical("u", "episodes", 'AND OR NOT "stars" * ( ) NEAR', 5)
+    assert store.lexical("u", "episodes", "the and of", 5) == []  # only stopwords: nothing to match
+
+
+def test_context_account_names_channels_and_skips_this_session(embedder):
+    m = Memory(store=FactStore.ephemeral(embedder))
+    m.observe("u", "s1", "user", "We took the kids to the science museum, they loved the dinosaurs.", speaker="Jon")
+    m.observe("u", "s1", "assistant", "Dinosaurs! Did you see the planetarium?", speaker="Gina")
+    m.end_session("u", "s1")
+    m.observe("u", "s2", "user", "Where did Jon take the kids?", speaker="Gina")
+    ctx = m.context("u", "s2", "Where did Jon take the kids?", budget=300)
+    items = {i["turn_id"]: i for p in ctx.parts if p.name == "episodes" for i in p.items}
+    assert len(items) == 2 and all(i["session_id"] == "s1" for i in items.values())
+    assert all("lexical #" in i["why"] or "dense #" in i["why"] for i in items.values())
+    assert "Jon: We took the kids to the science museum" in ctx.text
+    assert "[" in ctx.parts[1].text.splitlines()[0]  # the session date heads the episodes of a session
+
+
+def test_named_speakers_facts_name_their_subject_and_keep_separate_keys(embedder):
+    m = Memory(store=FactStore.ephemeral(embedder))
+    m.observe("c", "s1", "user", "I'm a nurse.", speaker="Caroline")
+    m.observe("c", "s1", "assistant", "I'm a teacher.", speaker="Melanie")
+    m.observe("c", "s2", "assistant", "I'm a pilot now.", speaker="Melanie")
+    facts = {f.key: f.text for f in m.store.get("c")}
+    assert facts["caroline.role"] == "Caroline is a nurse."
+    assert facts["melanie.role"] == "Melanie is a pilot."  # Melanie's change of mind, Caroline's fact untouched
+    assert not any(f.text.startswith("User") for f in m.store.get("c"))
+
+
+def test_shown_fact_spares_its_source_episode(embedder):
+    m = Memory(store=FactStore.ephemeral(embedder))
+    m.observe("u", "s1", "user", "I prefer metric units.")
+    m.end_session("u", "s1")
+    ctx = m.context("u", "s2", "Which units do I prefer?", budget=300)
+    assert ctx.fact_ids and not ctx.parts[1].items  # the fact covers its turn: no tokens spent twice
+    both = Memory(store=m.store, episodes_for_facts=True).context("u", "s3", "Which units do I prefer?", budget=300)
+    assert both.parts[1].items
+
+
+def test_long_turn_is_kept_whole_and_the_account_says_its_embedding_was_truncated(embedder):
+    m = Memory(store=FactStore.ephemeral(embedder))
+    long = "We talked about the garden. " * 120 + "The squirrels dug up the basil."
+    m.observe("u", "s1", "user", long)
+    m.end_session("u", "s1")
+    ctx = m.context("u", "s2", "squirrels basil", budget=2000)
+    [item] = ctx.parts[1].items
+    assert "truncated" in item["embedding"]
+    assert "The squirrels dug up the basil." in ctx.text
+    assert m.store.episodes("u")[0].content == long
+
+
+def test_drop_user_forgets_episodes(store):
+    store.add_episode("u", ep("u", "I play the cello."))
+    store.drop_user("u")
+    assert store.episodes("u") == [] and store.lexical("u", "episodes", "cello", 5) == []
+
+
+def _conv():
+    turns = (DTurn("s1:1", "user", "Guess what, I adopted a parrot named Kiwi!", "Ana"),
+             DTurn("s1:2", "assistant", "A parrot! Does Kiwi talk?", "Ben"),
+             DTurn("s1:3", "user", "Only swear words so far, haha.", "Ana"))
+    return Conversation("c", "c", (DSession("s1", "2023-05-08T10:00:00", turns),),
+                        probes=(Probe("p", "s1", "What is the name of Ana's parrot?", "Kiwi", ("s1:1",), "single-hop"),))
+
+
+def test_rag_baselines_and_budgets_in_the_runner(embedder):
+    results, summary, _ = run([_conv()], ["rag:bm25", "rag:dense", "rag:hybrid", "two-layer:keyed"],
+                              budget=[20, 200], store=FactStore.ephemeral(embedder), per_turn_tokens=False)
+    assert set(results["budget"]) == {20, 200}
+    big = results[results["budget"] == 200].set_index("strategy")["evidence_recall"]
+    assert (big == 1.0).all()
+    assert (results["context_tokens"] <= results["budget"]).all()
+    assert set(summary[summary["type"] == "all"]["strategy"]) == {"rag:bm25", "rag:dense", "rag:hybrid", "two-layer:keyed"}
