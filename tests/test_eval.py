@@ -134,10 +134,19 @@ def test_bench_runs_on_converted_public_formats(tmp_path):
 def test_bench_scale_small(tmp_path):
     from memkit.eval.scale import measure
 
-    row = measure(200, users=10, queries=20, path=str(tmp_path))
-    assert row["facts"] == 200 and row["facts_per_user"] == 20
-    assert row["write_facts_per_s"] > 0 and row["read_p95_ms"] >= row["read_p50_ms"] > 0
+    row = measure(200, users=10, queries=20, path=str(tmp_path / "facts"))
+    assert row["items"] == 200 and row["facts_per_user"] == 20 and row["episodes_per_user"] == 0
+    assert row["write_items_per_s"] > 0 and row["read_p95_ms"] >= row["read_p50_ms"] > 0
     assert row["read_overhead_p50"] > 0
+    assert "context_p50_ms" not in row
+
+
+def test_bench_scale_with_episodes_times_the_read_path(tmp_path):
+    from memkit.eval.scale import measure
+
+    row = measure(200, users=10, queries=20, path=str(tmp_path / "both"), episode_share=0.5)
+    assert row["facts_per_user"] == 10 and row["episodes_per_user"] == 10
+    assert row["context_p95_ms"] >= row["context_p50_ms"] > 0 and row["cold_context_p50_ms"] > 0
 
 
 def test_judged_answer_column_through_a_fake_endpoint(fake_llm):

@@ -73,7 +73,7 @@ def cmd_bench_scale(args: argparse.Namespace) -> int:
     from .scale import run
 
     sizes = [int(x) for x in args.facts.split(",")]
-    table = run(sizes, args.users, args.queries, progress=True)
+    table = run(sizes, args.users, args.queries, progress=True, episode_share=args.episodes)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "scale.csv", index=False)
@@ -143,6 +143,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("bench-scale", help="write throughput and read latency as facts grow")
     s.add_argument("--facts", default="1000,10000,100000", help="comma-separated sizes")
     s.add_argument("--users", type=int, default=1000)
+    s.add_argument("--episodes", type=float, default=0.0,
+                   help="share of the items that are episodes (0.5: half facts, half past turns), which also "
+                        "times Memory.context")
     s.add_argument("--queries", type=int, default=200)
     s.add_argument("--out", required=True)
     s.set_defaults(func=cmd_bench_scale)
