@@ -26,6 +26,8 @@ class Settings:
     llm: Endpoint | None = None
     embed: Endpoint | None = None
     embed_dimension: int | None = None
+    timeout: float = 20.0      # MEMKIT_LLM_TIMEOUT, seconds per request
+    max_retries: int = 1       # MEMKIT_LLM_MAX_RETRIES
 
     @property
     def offline(self) -> bool:
@@ -40,6 +42,8 @@ class Settings:
             llm=_endpoint(env, "LLM"),
             embed=_endpoint(env, "EMBED"),
             embed_dimension=int(dim) if dim else None,
+            timeout=_number(env, "MEMKIT_LLM_TIMEOUT", 20.0, float),
+            max_retries=int(_number(env, "MEMKIT_LLM_MAX_RETRIES", 1, int)),
         )
 
     def chat_model(self) -> Any:
@@ -48,7 +52,8 @@ class Settings:
             return None
         from .llm import OpenAIChat
 
-        return OpenAIChat(model=self.llm.model, base_url=self.llm.base_url, api_key=self.llm.api_key)
+        return OpenAIChat(model=self.llm.model, base_url=self.llm.base_url, api_key=self.llm.api_key,
+                          timeout=self.timeout, max_retries=self.max_retries)
 
     def embedder(self) -> Any:
         """The configured embedder: an OpenAI-compatible one, or offline MiniLM."""
@@ -59,6 +64,19 @@ class Settings:
         return OpenAIEmbedder(model=self.embed.model, base_url=self.embed.base_url,
                               api_key_env=self.embed.api_key_env, dimension=self.embed_dimension,
                               api_key=self.embed.api_key)
+
+
+def _number(env: Mapping[str, str], name: str, default: float, kind: type) -> float:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = kind(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not a {kind.__name__}; set a number such as {default}") from None
+    if value < 0:
+        raise ConfigError(f"{name}={raw!r} must not be negative")
+    return value
 
 
 def _endpoint(env: Mapping[str, str], part: str) -> Endpoint | None:

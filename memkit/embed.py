@@ -18,6 +18,9 @@ from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 from chromadb.utils.embedding_functions import register_embedding_function
 
 MAX_TOKENS = 256
+# WordPiece turns a word longer than 100 characters into one [UNK]: 256 tokens never span more than this many
+# characters, so longer texts are cut before tokenizing (a 1 MB turn would otherwise be tokenized whole).
+MAX_CHARS = MAX_TOKENS * 101
 
 
 @register_embedding_function
@@ -71,10 +74,10 @@ class MiniLMEmbedder(EmbeddingFunction[Documents]):
         with self._lock:
             if self._session is None:
                 self._load()
-        return bool(self._tokenizer.encode(text).overflowing)
+        return len(text) > MAX_CHARS or bool(self._tokenizer.encode(text).overflowing)
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
-        enc = self._tokenizer.encode_batch(texts)
+        enc = self._tokenizer.encode_batch([t[:MAX_CHARS] for t in texts])
         ids = np.array([e.ids for e in enc], dtype=np.int64)
         mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
@@ -126,10 +129,10 @@ class OpenAIEmbedder(EmbeddingFunction[Documents]):
         if self._client is None:
             import os
 
-            from openai import OpenAI
+            from .llm import make_client
 
             key = self._api_key or os.environ.get(self.api_key_env) or os.environ.get("OPENAI_API_KEY") or "none"
-            self._client = OpenAI(base_url=self.base_url, api_key=key)
+            self._client = make_client(self.base_url, key)
         return self._client
 
     def __call__(self, input: Documents) -> Embeddings:
@@ -137,7 +140,9 @@ class OpenAIEmbedder(EmbeddingFunction[Documents]):
         kwargs: dict[str, Any] = {"model": self.model, "input": texts}
         if self.dimension:
             kwargs["dimensions"] = self.dimension
-        reply = self._client_or_new().embeddings.create(**kwargs)
+        from .llm import call
+
+        reply = call("embeddings", self._client_or_new().embeddings.create, **kwargs)
         rows = sorted(reply.data, key=lambda d: d.index)
         vecs = np.array([r.embedding for r in rows], dtype=np.float32)
         return list(vecs / np.clip(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12, None))

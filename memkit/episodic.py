@@ -12,6 +12,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from . import tokens, validate
+from .errors import MemkitError
 from .summarize import ExtractiveSummarizer, Summarizer, Summary
 from .types import Turn, new_id, now
 
@@ -72,6 +73,7 @@ class EpisodicBuffer:
         self.turns: list[Turn] = []
         self.window_start = 0
         self.summary = Summary()
+        self.fold_error: str | None = None  # why the last fold failed (the window then runs over its budget)
 
     @classmethod
     def resume(cls, store: SessionStore, session_id: str, **kwargs: object) -> "EpisodicBuffer | None":
@@ -100,12 +102,18 @@ class EpisodicBuffer:
         turn = Turn(turn_id or new_id(f"{self.session_id}:"), self.session_id, self.user_id, role, text,
                     tokens.count(text), now() if time is None else time)
         self.turns.append(turn)
+        start = self.window_start
         leaving: list[Turn] = []
         while self.window_start < len(self.turns) - 1 and self.window_tokens_used > self.window_tokens:
             leaving.append(self.turns[self.window_start])
             self.window_start += 1
         if leaving:
-            self.summary = self.summarizer.fold(self.summary, leaving, self.summary_tokens)
+            try:
+                self.summary = self.summarizer.fold(self.summary, leaving, self.summary_tokens)
+                self.fold_error = None
+            except MemkitError as e:  # a model fault: the turns stay in the window until a fold succeeds
+                self.window_start = start
+                self.fold_error = str(e)
         if self.store is not None:
             self.store.save(self, [turn])
         return turn

@@ -19,6 +19,10 @@ class InvalidContent(MemkitError, ValueError):
     """A turn's content is empty, too large, or not text."""
 
 
+class InvalidArgument(MemkitError, ValueError, TypeError):
+    """A parameter (``k``, ``budget``, ``query``, ``time``, ``speaker`` ...) has the wrong type or value."""
+
+
 class IsolationError(MemkitError, PermissionError):
     """A call tried to reach facts of a user other than the one it names."""
 
@@ -31,12 +35,25 @@ class StoreClosed(MemkitError, RuntimeError):
     """The fact store was closed; open a new one."""
 
 
+class StoreLocked(MemkitError, RuntimeError):
+    """An on-disk store is open in another process (use a `chroma run` server for several processes)."""
+
+
+class StorePathError(MemkitError, ValueError):
+    """The path given for an on-disk store is a file or cannot be written."""
+
+
 class StoreUnavailable(MemkitError, ConnectionError):
     """The Chroma backend could not be reached; ``pending`` holds what was not written."""
 
     def __init__(self, message: str, pending: tuple = ()) -> None:
         super().__init__(message)
         self.pending = pending
+
+
+class ModelUnavailable(MemkitError, ConnectionError):
+    """The chat or embedding endpoint did not answer usefully: unreachable, timed out, 5xx, 429 after retries,
+    an empty body, or a refused request. The work that needed it is kept for ``Memory.flush()``."""
 
 
 class ExtractionError(MemkitError):

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
+import threading
 import uuid
 from pathlib import Path
 from contextlib import contextmanager
@@ -23,9 +26,11 @@ from chromadb.errors import NotFoundError
 
 from . import embed as _embed  # registers memkit's embedders before any get_collection
 from . import validate
-from .errors import DimensionMismatch, IsolationError, MemkitError, StoreClosed, StoreUnavailable
+from .errors import (DimensionMismatch, IsolationError, MemkitError, StoreClosed, StoreLocked, StorePathError,
+                     StoreUnavailable)
+from .log import EventLog
 from .records import Records
-from .types import Episode, Event, Fact, Hit
+from .types import Episode, Event, EventKind, Fact, Hit
 
 EMBED_BATCH = 32  # pending episodes of one user embedded together (docs/architecture.md §2)
 
@@ -64,13 +69,21 @@ class FactStore:
                  records: Records | None = None, embed_batch: int = EMBED_BATCH) -> None:
         self.client = client
         self.records = records or Records()
+        self.log = EventLog(self.records)
         self.embed_batch = embed_batch
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
         self.embedder = embedder or _embed.MiniLMEmbedder()
         self.namespace = namespace
         self.backend = backend
         self.dimension = _embed.embedder_dimension(self.embedder)
         self._collections: dict[str, Any] = {}
         self._closed = False
+        if backend in ("persistent", "http"):
+            try:
+                self.replay()  # what a crash or an outage left logged but not applied
+            except StoreUnavailable:
+                pass  # stays logged; Memory.flush() or the next open applies it
 
     @classmethod
     def ephemeral(cls, embedder: Any = None) -> "FactStore":
@@ -80,21 +93,40 @@ class FactStore:
 
     @classmethod
     def persistent(cls, path: str, embedder: Any = None, namespace: str = "memkit") -> "FactStore":
-        """On disk at ``path`` (Chroma ``PersistentClient``)."""
+        """On disk at ``path`` (Chroma ``PersistentClient``), for one process.
+
+        Chroma's embedded store is not safe across processes, so the folder is locked for this process:
+        another process that opens it gets ``StoreLocked`` (several processes: ``chroma run`` and ``http``).
+        """
+        folder = Path(path)
+        if folder.exists() and not folder.is_dir():
+            raise StorePathError(f"{folder} is a file; FactStore.persistent needs a folder (it is created if missing)")
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            _lock_folder(folder)
+        except PermissionError as e:
+            raise StorePathError(f"cannot write to {folder} ({e.strerror}); choose a folder you can write to") from None
         _raise_open_file_limit()
-        client = chromadb.PersistentClient(path=str(path))
+        with _translated("persistent"):
+            client = chromadb.PersistentClient(path=str(path))
         return cls(client, embedder, namespace, backend="persistent", records=Records(Path(path) / f"{namespace}.sqlite3"))
 
     @classmethod
     def http(cls, host: str = "localhost", port: int = 8000, embedder: Any = None, namespace: str = "memkit",
-             records: str | Path = ":memory:") -> "FactStore":
+             records: str | Path | None = None) -> "FactStore":
         """A ``chroma run`` server (Chroma ``HttpClient``); ``StoreUnavailable`` if it does not answer.
 
-        ``records`` is the SQLite file of episodes and the lexical index (docs/architecture.md §2): processes
-        that share a server should share it too; in memory by default.
+        ``records`` is the SQLite file of the event log, the episodes and the lexical index
+        (docs/architecture.md §2). By default ``~/.memkit/records-<host>-<port>-<namespace>.sqlite3``, so every
+        process of this machine that talks to the same server shares it; processes on other machines need
+        a shared path (or, later, a shared database).
         """
         with _translated(f"Chroma server at {host}:{port}"):
             client = chromadb.HttpClient(host=host, port=port)
+        if records is None:
+            folder = Path.home() / ".memkit"
+            folder.mkdir(parents=True, exist_ok=True)
+            records = folder / f"records-{re.sub(r'[^A-Za-z0-9._-]', '_', host)}-{port}-{namespace}.sqlite3"
         return cls(client, embedder, namespace, backend="http", records=Records(records))
 
     # ---- collections -------------------------------------------------------------------------
@@ -164,11 +196,12 @@ class FactStore:
     def get(self, user_id: str, ids: Sequence[str] | None = None, where: dict[str, Any] | None = None,
             include_superseded: bool = False) -> list[Fact]:
         """The user's current facts, oldest first; with ``include_superseded``, also the versions they replaced."""
+        where = self._where(where)
         col = self._open(user_id, "facts", create=False)
         if col is None:
             return []
         with _translated(self.backend):
-            res = col.get(ids=list(ids) if ids is not None else None, where=self._where(where),
+            res = col.get(ids=list(ids) if ids is not None else None, where=where,
                           include=["documents", "metadatas"])
         facts = [self._own(user_id, _fact(i, d, m)) for i, d, m in zip(res["ids"], res["documents"], res["metadatas"])]
         if include_superseded:
@@ -197,13 +230,16 @@ class FactStore:
         Hits whose similarity is below ``min_score`` (the floor) are dropped; the rest are ranked by
         ``score = weights[0] * similarity + weights[1] * importance`` (0.7/0.3) and the top ``k`` returned.
         """
+        where = self._where(where)
+        query = validate.query(query)
+        k = validate.positive_int("k", k)
         col = self._open(user_id, "facts", create=False)
         if col is None or not query.strip():
             return []
         vector = self.embedder([query])[0]
         with _translated(self.backend):
             res = col.query(query_embeddings=[list(map(float, vector))], n_results=max(k * 3, 10),
-                            where=self._where(where), include=["documents", "metadatas", "distances"])
+                            where=where, include=["documents", "metadatas", "distances"])
         hits = []
         for i, d, m, dist in zip(res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0]):
             fact = self._own(user_id, _fact(i, d, m))
@@ -287,37 +323,66 @@ class FactStore:
             raise StoreClosed("this FactStore was closed; open a new one")
         return self.records.search(self.owner(user_id), "f" if part == "facts" else "e", query, k)
 
-    # ---- history -----------------------------------------------------------------------------
+    # ---- event log and history ---------------------------------------------------------------
+    def apply(self, user_id: str, events: Sequence[Event]) -> None:
+        """Log ``events`` (write-ahead), change the fact index, then mark them applied (docs/architecture.md §2)."""
+        self._check_events(user_id, events)
+        seqs = self.log.append(self.owner(user_id), events)
+        self._effect(user_id, events)
+        self.log.mark_applied(seqs)
+
     def record(self, user_id: str, events: Sequence[Event]) -> None:
-        """Append events to the user's history (kept in Chroma beside the facts, so it survives restarts)."""
-        if not events:
-            return
+        """Append events that change nothing in the index (NOOP, ERROR, copied history) to the log."""
+        self._check_events(user_id, events)
+        seqs = self.log.append(self.owner(user_id), events)
+        self.log.mark_applied(seqs)
+
+    def replay(self) -> list[Event]:
+        """Apply logged events whose change never reached the index (a crash, an outage), in sequence order,
+        with their original times; never planned again. Returns what was applied."""
+        done = []
+        for seq, e in self.log.unapplied():
+            self._effect(e.user_id, [e])
+            self.log.mark_applied([seq])
+            done.append(e)
+        return done
+
+    def _effect(self, user_id: str, events: Sequence[Event]) -> None:
+        upserts = [e.after for e in events if e.kind in (EventKind.ADD, EventKind.UPDATE) and e.after]
+        # an invalidated version leaves the search collection; its closed version lives on in the log
+        deletes = [e.fact_id for e in events if e.kind in (EventKind.DELETE, EventKind.INVALIDATE) and e.fact_id]
+        self.upsert(user_id, upserts)
+        self.delete(user_id, deletes)
+
+    def _check_events(self, user_id: str, events: Sequence[Event]) -> None:
+        validate.user_id(user_id)
+        if self._closed:
+            raise StoreClosed("this FactStore was closed; open a new one")
         for e in events:
             if e.user_id != user_id:
                 raise IsolationError(f"event {e.id} belongs to {e.user_id!r}, not {user_id!r}")
-        col = self._open(user_id, "history", create=True)
-        with _translated(self.backend, pending=tuple(events)):
-            col.add(ids=[e.id for e in events], embeddings=[[1.0]] * len(events),
-                    documents=[json.dumps(e.to_dict(), ensure_ascii=False) for e in events],
-                    metadatas=[{"user_id": user_id, "time": e.time, "n": i, "fact_id": e.fact_id or ""}
-                               for i, e in enumerate(events)])
 
     def history(self, user_id: str, fact_id: str | None = None) -> list[Event]:
-        """The user's events in the order they happened, optionally for one fact."""
-        col = self._open(user_id, "history", create=False)
-        if col is None:
-            return []
-        with _translated(self.backend):
-            res = col.get(where={"fact_id": fact_id} if fact_id else None, include=["documents", "metadatas"])
-        rows = sorted(zip(res["metadatas"], res["documents"]), key=lambda r: (r[0]["time"], r[0]["n"]))
-        return [Event.from_dict(json.loads(doc)) for _, doc in rows]
+        """The user's events in the order they were acknowledged, optionally for one fact."""
+        if self._closed:
+            raise StoreClosed("this FactStore was closed; open a new one")
+        return self.log.events(self.owner(user_id), user_id, fact_id)
+
+    @contextmanager
+    def user_lock(self, user_id: str) -> Iterator[None]:
+        """Serialise one user's plan-and-apply: across threads, and across processes sharing the records file."""
+        owner = self.owner(user_id)
+        with self._locks_guard:
+            lock = self._locks.setdefault(owner, threading.Lock())
+        with lock, self.records.owner_lock(owner):
+            yield
 
     def as_of(self, user_id: str, t: float) -> list[Fact]:
         """The user's facts as they were at time ``t``, replayed from the history."""
         state: dict[str, Fact] = {}
         for e in self.history(user_id):
             if e.time > t:
-                break
+                continue
             if e.after is not None and e.kind.value in {"ADD", "UPDATE", "INVALIDATE"}:
                 state[e.after.id] = e.after
             elif e.kind.value == "DELETE" and e.fact_id:
@@ -334,6 +399,7 @@ class FactStore:
     def drop_user(self, user_id: str) -> None:
         """Forget everything about ``user_id``: facts, episodes, lexical rows and history."""
         self.records.drop_owner(self.owner(user_id))
+        self.log.drop(self.owner(user_id))
         for part in ("facts", "episodes", "history"):
             if self._open(user_id, part, create=False) is not None:
                 name = self._name(user_id, part)
@@ -349,6 +415,30 @@ class FactStore:
         closer = getattr(self.client, "close", None)
         if callable(closer) and self.backend == "persistent":
             closer()
+
+
+_FOLDER_LOCKS: dict[str, int] = {}
+
+
+def _lock_folder(folder: Path) -> None:
+    """Hold a lock on ``folder`` for this process's lifetime; another process holding it: ``StoreLocked``."""
+    key = str(folder.resolve())
+    if key in _FOLDER_LOCKS:
+        return  # this process already holds it (POSIX record locks belong to the process)
+    try:
+        import fcntl
+    except ImportError:  # Windows: no advisory lock; Chroma's own file locks remain
+        return
+    fd = os.open(folder / ".memkit.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise StoreLocked(
+            f"{folder} is open in another process. Chroma's embedded store is not safe across processes: run "
+            f"`chroma run --path {folder}` and open it from every process with FactStore.http(host, port, "
+            f"records=<shared sqlite file>)") from None
+    _FOLDER_LOCKS[key] = fd
 
 
 def episode_text(e: Episode) -> str:

@@ -6,9 +6,37 @@ import json
 import re
 from typing import Any, Protocol, Sequence, runtime_checkable
 
-from .errors import ExtractionError
+from .errors import ExtractionError, ModelUnavailable
 
 Messages = Sequence[dict[str, str]]
+DEFAULT_TIMEOUT = 20.0   # seconds per request: a slow server never holds a notebook cell for minutes
+DEFAULT_RETRIES = 1      # the openai client's own retries (with backoff) on connection errors, 429 and 5xx
+
+
+def make_client(base_url: str | None, api_key: str, timeout: float = DEFAULT_TIMEOUT,
+                max_retries: int = DEFAULT_RETRIES) -> Any:
+    """The one place an ``openai.OpenAI`` client is built, for chat and embeddings alike."""
+    from openai import OpenAI
+
+    return OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
+
+
+def call(what: str, fn: Any, **kwargs: Any) -> Any:
+    """Run one endpoint call; every transport or server fault becomes ``ModelUnavailable``."""
+    import openai
+
+    try:
+        return fn(**kwargs)
+    except openai.APITimeoutError as e:
+        raise ModelUnavailable(f"{what}: no answer within the timeout (MEMKIT_LLM_TIMEOUT): {e}") from e
+    except openai.APIConnectionError as e:
+        raise ModelUnavailable(f"{what}: cannot reach the endpoint: {e}") from e
+    except openai.RateLimitError as e:
+        raise ModelUnavailable(f"{what}: rate limited (429) after retries (MEMKIT_LLM_MAX_RETRIES): {e}") from e
+    except openai.APIStatusError as e:
+        raise ModelUnavailable(f"{what}: the endpoint answered HTTP {e.status_code}: {e}") from e
+    except (openai.APIError, ValueError) as e:  # an empty or non-JSON body
+        raise ModelUnavailable(f"{what}: unusable reply from the endpoint ({type(e).__name__}: {e})") from e
 
 
 @runtime_checkable
@@ -22,27 +50,38 @@ class OpenAIChat:
     """A chat model behind any OpenAI-compatible endpoint (OpenAI, DeepSeek, Qwen, vLLM, Ollama, llama.cpp)."""
 
     def __init__(self, model: str, base_url: str | None = None, api_key: str = "not-needed",
-                 temperature: float = 0.0, timeout: float = 60.0, max_retries: int = 1) -> None:
-        from openai import OpenAI
-
+                 temperature: float = 0.0, timeout: float = DEFAULT_TIMEOUT, max_retries: int = DEFAULT_RETRIES) -> None:
         self.model = model
         self.temperature = temperature
-        self.client = OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
+        self.client = make_client(base_url, api_key, timeout, max_retries)
         self._json_mode_supported = True
 
     def complete(self, messages: Messages, json_mode: bool = False) -> str:
+        """The model's answer; ``ModelUnavailable`` on any endpoint fault."""
         import openai
 
         kwargs: dict[str, Any] = {"model": self.model, "messages": list(messages), "temperature": self.temperature}
+        create = self.client.chat.completions.create
         if json_mode and self._json_mode_supported:
             try:
-                reply = self.client.chat.completions.create(response_format={"type": "json_object"}, **kwargs)
-            except openai.BadRequestError:
+                reply = create(response_format={"type": "json_object"}, **kwargs)
+            except openai.BadRequestError as e:
+                if "response_format" not in str(e) and "json" not in str(e).lower():
+                    raise ModelUnavailable(f"chat: the endpoint refused the request (HTTP 400): {e}") from e
                 self._json_mode_supported = False  # the server refuses JSON mode: ask in plain text
-                reply = self.client.chat.completions.create(**kwargs)
+                reply = call("chat", create, **kwargs)
+            except Exception as e:  # noqa: BLE001 - translated below, one path for every fault
+                reply = call("chat", _reraise, error=e)
         else:
-            reply = self.client.chat.completions.create(**kwargs)
-        return reply.choices[0].message.content or ""
+            reply = call("chat", create, **kwargs)
+        try:
+            return reply.choices[0].message.content or ""
+        except (AttributeError, IndexError, TypeError) as e:
+            raise ModelUnavailable(f"chat: the endpoint's reply has no message ({e})") from e
+
+
+def _reraise(error: Exception) -> Any:
+    raise error
 
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)

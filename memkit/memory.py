@@ -13,13 +13,13 @@ from typing import Any, Callable, Sequence
 from . import assemble, reconcile, tokens, validate
 from .config import Settings
 from .episodic import EpisodicBuffer, SessionStore
-from .errors import ExtractionError, InvalidContent, IsolationError, StoreUnavailable
+from .errors import ConfigError, ExtractionError, IsolationError, ModelUnavailable, StoreUnavailable
 from .extract import Extractor, LLMExtractor
 from .facts import DEFAULT_FLOOR, FactStore
 from .recall import RecallOptions, recall_episodes, recall_facts
 from .rules import RuleExtractor, attribute
 from .summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
-from .types import Candidate, Context, Episode, Event, EventKind, Fact, Hit, Part, Recalled
+from .types import Candidate, Context, Episode, Event, EventKind, Fact, Hit, Part, Recalled, Turn
 
 Retriever = Callable[[str], Sequence[str]]
 # The profile block takes at most this share of a budget: at 100 tokens a 150-token profile would leave
@@ -47,7 +47,12 @@ class Memory:
                  facts: bool = True, episodes: bool = True, neighbours: int = 0, episode_dates: bool = True,
                  episodes_for_facts: bool = False, window_share: float = 0.3) -> None:
         if policy not in reconcile.POLICIES:
-            raise ValueError(f"unknown policy {policy!r}; choose one of {reconcile.POLICIES}")
+            raise ConfigError(f"unknown policy {policy!r}; choose one of {reconcile.POLICIES}")
+        if policy == "llm" and chat_model is None:
+            raise ConfigError("the llm policy needs a chat model: pass chat_model=, or set MEMKIT_LLM_BASE_URL and "
+                              "MEMKIT_LLM_MODEL and build with Memory.from_settings(policy='llm')")
+        validate.positive_int("k", k)
+        validate.positive_int("window_tokens", window_tokens)
         self.store = store or FactStore.ephemeral()
         self.extractor = extractor or RuleExtractor()
         self.summarizer = summarizer or ExtractiveSummarizer()
@@ -63,7 +68,8 @@ class Memory:
         self.neighbours, self.episode_dates = neighbours, episode_dates
         self.episodes_for_facts, self.window_share = episodes_for_facts, window_share
         self.sessions: dict[str, EpisodicBuffer] = {}
-        self.pending: list[tuple[str, list[Candidate]]] = []
+        self.pending: list[tuple[str, list[Candidate], float | None]] = []  # planned later: the store was down
+        self.pending_turns: list[tuple[str, Turn, str | None]] = []  # extracted later: the model was down
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memkit")
 
     @classmethod
@@ -107,46 +113,64 @@ class Memory:
         """Record a turn: in the session window, and as an episode (every role, every speaker). Extract durable
         facts from the user's turns and from any turn of a named ``speaker`` (facts then name that person and
         their keys are namespaced by them), and apply the conflict policy. Returns the events."""
-        if speaker is not None and (not isinstance(speaker, str) or not speaker.strip()):
-            raise InvalidContent(f"speaker must be a non-empty string or None, got {speaker!r}")
+        speaker = validate.speaker(speaker)
+        time = validate.timestamp(time)
         turn = self.session(user_id, session_id).append(role, content, turn_id, time)
         self.store.add_episode(user_id, Episode("", user_id, session_id, turn.id, speaker or role, role, turn.content,
                                                 turn.time, turn.tokens))
         if role != "user" and speaker is None:
             return []
+        return self._extract(user_id, turn, speaker)
+
+    def _extract(self, user_id: str, turn: Turn, speaker: str | None) -> list[Event]:
         try:
             cands = self.extractor.extract(turn.content, (turn.id,))
             if speaker is not None:
                 cands = attribute(cands, speaker)
+        except ModelUnavailable as e:
+            self.pending_turns.append((user_id, turn, speaker))
+            return [self._error(user_id, f"{e}; the turn waits for flush()", (turn.id,), turn.time)]
         except ExtractionError as e:
-            event = Event(EventKind.ERROR, user_id, reason=str(e), source=(turn.id,), time=turn.time)
-            self._record(user_id, [event])
-            return [event]
+            return [self._error(user_id, str(e), (turn.id,), turn.time)]
         return self.write(user_id, cands, turn.time)
 
+    def _error(self, user_id: str, reason: str, source: tuple[str, ...], time: float | None) -> Event:
+        event = Event(EventKind.ERROR, user_id, reason=reason, source=source, **({"time": time} if time else {}))
+        self._record(user_id, [event])
+        return event
+
     def write(self, user_id: str, cands: Sequence[Candidate], time: float | None = None) -> list[Event]:
-        """Plan and apply ``cands`` under the policy; if the store is down they wait in ``pending``."""
+        """Plan and apply ``cands`` under the policy, one writer per user at a time.
+
+        If the store is down while planning, the candidates wait in ``pending`` (with their time); if it goes
+        down while applying, the planned events are already in the event log and ``flush()`` applies them.
+        """
         if not cands:
             return []
-        try:
-            events = reconcile.plan(self.policy, self.store, user_id, cands, time, model=self.chat_model)
-            reconcile.apply(self.store, user_id, events)
-        except ExtractionError as e:
-            event = Event(EventKind.ERROR, user_id, reason=str(e), source=cands[0].source)
-            self._record(user_id, [event])
-            return [event]
-        except StoreUnavailable:
-            self.pending.append((user_id, list(cands)))
-            raise
+        with self.store.user_lock(user_id):
+            try:
+                events = reconcile.plan(self.policy, self.store, user_id, cands, time, model=self.chat_model)
+            except ModelUnavailable as e:
+                self.pending.append((user_id, list(cands), time))
+                return [self._error(user_id, f"{e}; the facts wait for flush()", cands[0].source, time)]
+            except ExtractionError as e:
+                return [self._error(user_id, str(e), cands[0].source, time)]
+            except StoreUnavailable:
+                self.pending.append((user_id, list(cands), time))
+                raise
+            reconcile.apply(self.store, user_id, events)  # logged before the index changes
         return events
 
     def flush(self) -> list[Event]:
-        """Retry the writes that waited for an unreachable store."""
+        """Apply what the event log holds unapplied (never planned again), then plan the writes that waited."""
+        events = self.store.replay()
+        turns, self.pending_turns = self.pending_turns, []
+        for user_id, turn, speaker in turns:  # turns whose extraction met a model fault
+            events += self._extract(user_id, turn, speaker)
         waiting, self.pending = self.pending, []
-        events: list[Event] = []
-        for i, (user_id, cands) in enumerate(waiting):
+        for i, (user_id, cands, time) in enumerate(waiting):
             try:
-                events += self.write(user_id, cands)
+                events += self.write(user_id, cands, time)
             except StoreUnavailable:
                 self.pending += waiting[i + 1:]
                 raise
@@ -167,6 +191,8 @@ class Memory:
         Each recalled hit's ``why`` names the channels and ranks that found it (``"dense #1 + lexical #3"``);
         ``context`` admits profile facts only up to ``profile_tokens`` (and 15% of the budget).
         """
+        query = validate.query(query)
+        k = None if k is None else validate.positive_int("k", k)
         vector = self.store.embed_query(query) if "dense" in self.recall_options.channels and query.strip() else None
         return self._fact_hits(user_id, query, vector, k, min_score)
 
@@ -213,6 +239,8 @@ class Memory:
         (each with its session date and speaker; never one already in this session or the source of a
         shown fact), then the running summary and the newest turns, then documents in their own share.
         """
+        budget = validate.positive_int("budget", budget)
+        query = validate.query(query)
         buf = self.session(user_id, session_id)
         recall_future = self._pool.submit(self._recall, user_id, query, budget)
         docs_future = self._pool.submit(self.retriever, query) if self.retriever else None

@@ -48,8 +48,10 @@ def fuse(rankings: dict[str, Sequence[str]], options: RecallOptions) -> list[tup
         for r, i in enumerate(ids, 1):
             scores[i] = scores.get(i, 0.0) + w / (options.rrf_k + r)
             ranks.setdefault(i, {})[channel] = r
-    # ties (same fused score) go to the item the first channel ranked higher, then by id for determinism
-    return sorted(((i, s, ranks[i]) for i, s in scores.items()), key=lambda x: (-x[1], min(x[2].values()), x[0]))
+    # ties (same fused score): the better dense rank, then the better lexical rank, then the id
+    far = 1 << 30
+    return sorted(((i, s, ranks[i]) for i, s in scores.items()),
+                  key=lambda x: (-x[1], x[2].get("dense", far), x[2].get("lexical", far), x[0]))
 
 
 def recall_facts(store: FactStore, user_id: str, query: str, vector: Sequence[float] | None, floor: float,

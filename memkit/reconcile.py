@@ -182,10 +182,5 @@ def plan(policy: str, store: FactStore, user_id: str, cands: Sequence[Candidate]
 
 
 def apply(store: FactStore, user_id: str, events: Sequence[Event]) -> None:
-    """Write planned events to the store, then append them all to the user's history."""
-    upserts = [e.after for e in events if e.kind in (EventKind.ADD, EventKind.UPDATE) and e.after]
-    # an invalidated version leaves the search collection; its closed version lives on in the history
-    deletes = [e.fact_id for e in events if e.kind in (EventKind.DELETE, EventKind.INVALIDATE) and e.fact_id]
-    store.upsert(user_id, upserts)
-    store.delete(user_id, deletes)
-    store.record(user_id, events)
+    """Apply planned events through the store's event log: logged first, then the index, then marked applied."""
+    store.apply(user_id, events)

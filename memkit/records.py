@@ -7,11 +7,13 @@ and every row read back is checked against its owner.
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 import threading
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 from .errors import IsolationError, StoreClosed
 from .types import Episode
@@ -62,6 +64,30 @@ class Records:
             self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
         self._closed = False
+        self._lockfd: int | None = None
+        if self.path != ":memory:":
+            try:
+                import fcntl  # noqa: F401
+
+                self._lockfd = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+            except ImportError:
+                pass
+
+    @contextmanager
+    def owner_lock(self, owner: str) -> Iterator[None]:
+        """A lock on one owner across processes that share this file (a POSIX byte-range lock on a side file);
+        in memory there is no other process to exclude."""
+        if self._lockfd is None:
+            yield
+            return
+        import fcntl
+
+        offset = int(owner[:8], 16)  # one byte per owner hash prefix: 4 billion slots
+        fcntl.lockf(self._lockfd, fcntl.LOCK_EX, 1, offset)
+        try:
+            yield
+        finally:
+            fcntl.lockf(self._lockfd, fcntl.LOCK_UN, 1, offset)
 
     def _check(self) -> None:
         if self._closed:
@@ -195,3 +221,6 @@ class Records:
             if not self._closed:
                 self._closed = True
                 self._db.close()
+                if self._lockfd is not None:
+                    os.close(self._lockfd)
+                    self._lockfd = None

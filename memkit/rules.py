@@ -282,8 +282,7 @@ class RuleExtractor:
     def extract(self, text: str, source: tuple[str, ...] = ()) -> list[Candidate]:
         found: dict[str | None, Candidate] = {}
         loose: list[Candidate] = []
-        for sentence in SENT_SPLIT.split(text or ""):
-            s = sentence.strip()
+        for s in dict.fromkeys(x.strip() for x in SENT_SPLIT.split(text or "")):  # each distinct sentence once
             low = s.lower()
             if len(s) < 4 or s.endswith(("?", "？")) or re.match(r"^(if|when|what if|maybe|如果)\b", low):
                 continue

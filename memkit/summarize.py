@@ -51,18 +51,26 @@ class ExtractiveSummarizer:
         return s
 
     def fold(self, previous: Summary, turns: Sequence[Turn], budget: int) -> Summary:
-        kept = [line for line in previous.text.split("\n") if line.strip()]
+        """Linear in the input: each sentence is costed and scored once; the best lines that fit are kept
+        (newest first among equals), in the order they were said."""
+        lines = [line for line in previous.text.split("\n") if line.strip()]
+        seen = set(lines)
         for t in turns:
             for sentence in SENT_SPLIT.split(t.content):
                 sentence = sentence.strip()
                 line = f"{t.role}: {sentence}"
-                if sentence and line not in kept and self.score(sentence) > 0:
-                    kept.append(line)
-        # Over budget: drop the lowest-scoring lines, oldest first among equals.
-        while kept and tokens.count("\n".join(kept)) > budget:
-            worst = min(range(len(kept)), key=lambda i: (self.score(kept[i].split(": ", 1)[-1]), i))
-            kept.pop(worst)
-        text = "\n".join(kept)
+                if sentence and line not in seen:
+                    seen.add(line)
+                    lines.append(line)
+        costs = [tokens.count(line) + 1 for line in lines]
+        # a line that cannot fit is never scored (a 1 MB run-on sentence costs one token count, not a rule pass)
+        scores = [self.score(line.split(": ", 1)[-1]) if costs[i] <= budget else 0.0 for i, line in enumerate(lines)]
+        keep, used = [], 0
+        for i in sorted(range(len(lines)), key=lambda i: (-scores[i], -i)):
+            if scores[i] > 0 and used + costs[i] <= budget:
+                keep.append(i)
+                used += costs[i]
+        text = "\n".join(lines[i] for i in sorted(keep))
         return Summary(text, previous.turn_ids + tuple(t.id for t in turns), tokens.count(text))
 
 

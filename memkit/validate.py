@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Any
 
-from .errors import InvalidContent, MissingSessionId, MissingUserId
+from .errors import InvalidArgument, InvalidContent, MissingSessionId, MissingUserId
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 MAX_CONTENT_CHARS = 2_000_000
 
@@ -13,6 +17,8 @@ def user_id(value: Any) -> str:
     """A non-empty ``user_id`` string, or ``MissingUserId``."""
     if not isinstance(value, str) or not value.strip():
         raise MissingUserId(f"user_id must be a non-empty string, got {value!r}")
+    if _SURROGATE.search(value):
+        raise MissingUserId(f"user_id {value!r} holds a lone surrogate, which is not text: pass valid Unicode")
     return value
 
 
@@ -31,4 +37,41 @@ def content(value: Any) -> str:
         raise InvalidContent("content is empty or whitespace only")
     if len(value) > MAX_CONTENT_CHARS:
         raise InvalidContent(f"content has {len(value)} characters; the limit is {MAX_CONTENT_CHARS}: split it")
+    if _SURROGATE.search(value):
+        raise InvalidContent("content holds a lone surrogate (half of a UTF-16 pair), which is not text: decode "
+                             "the input with errors='replace' or pass valid Unicode")
+    return value
+
+
+def positive_int(name: str, value: Any) -> int:
+    """A positive integer (``k``, ``budget``), or ``InvalidArgument`` saying what to pass."""
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise InvalidArgument(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+def query(value: Any) -> str:
+    """A query string (it may be empty: then only the profile and the newest turns are recalled)."""
+    if not isinstance(value, str):
+        raise InvalidArgument(f"query must be a string, got {type(value).__name__}")
+    if _SURROGATE.search(value):
+        raise InvalidArgument("query holds a lone surrogate, which is not text: pass valid Unicode")
+    return value
+
+
+def timestamp(value: Any) -> float | None:
+    """A turn time: None (now) or seconds since the epoch as a finite number."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InvalidArgument(f"time must be seconds since the epoch (a finite number) or None, got {value!r}")
+    return float(value)
+
+
+def speaker(value: Any) -> str | None:
+    """A speaker's name, or None."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip() or _SURROGATE.search(value):
+        raise InvalidArgument(f"speaker must be a non-empty name or None, got {value!r}")
     return value

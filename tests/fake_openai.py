@@ -16,6 +16,7 @@ from typing import Any
 class FakeOpenAI:
     def __init__(self, embed_dim: int = 8, reject_json_mode: bool = False) -> None:
         self.replies: list[str] = []
+        self.faults: list[str] = []  # "500", "429", "empty", "slow:<seconds>", "400": one per request, in order
         self.requests: list[dict[str, Any]] = []
         self.embed_dim = embed_dim
         self.reject_json_mode = reject_json_mode
@@ -28,6 +29,20 @@ class FakeOpenAI:
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 fake.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
+                if fake.faults:
+                    fault = fake.faults.pop(0)
+                    if fault.startswith("slow:"):
+                        import time
+
+                        time.sleep(float(fault[5:]))
+                    elif fault == "empty":
+                        self.send_response(200)
+                        self.send_header("Content-Type", "application/json")
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                        return
+                    else:
+                        return self._send(int(fault), {"error": {"message": f"injected {fault}", "type": "server_error"}})
                 if self.path.endswith("/chat/completions"):
                     if fake.reject_json_mode and "response_format" in body:
                         return self._send(400, {"error": {"message": "response_format not supported", "type": "invalid_request_error"}})
@@ -66,6 +81,10 @@ class FakeOpenAI:
 
     def enqueue(self, *replies: str) -> None:
         self.replies.extend(replies)
+
+    def fail(self, *faults: str) -> None:
+        """Answer the next requests with these faults instead of a reply."""
+        self.faults.extend(faults)
 
     def __enter__(self) -> "FakeOpenAI":
         self.thread.start()

@@ -33,7 +33,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
         judge_model = Settings.from_env().chat_model()
         if judge_model is None:
             raise ConfigError("--judge needs a chat model: set MEMKIT_LLM_BASE_URL and MEMKIT_LLM_MODEL")
-    options = {"profile_tokens": args.profile_tokens}
+    options: dict = {"profile_tokens": args.profile_tokens}
+    if "two-layer:llm" in strategies:
+        from ..config import Settings
+        from ..errors import ConfigError
+
+        model = Settings.from_env().chat_model()
+        if model is None:
+            raise ConfigError("two-layer:llm needs a chat model: set MEMKIT_LLM_BASE_URL and MEMKIT_LLM_MODEL")
+        options["chat_model"] = model
     if args.floor is not None:
         options["min_score"] = args.floor
     budgets = _budgets(args.budget)

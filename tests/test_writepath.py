@@ -1,0 +1,227 @@
+"""The write path: event log (write-ahead, replay), one fact per key under concurrency, model faults kept,
+bad input named. Real Chroma, real processes (SIGKILL), the real openai client against a fake server."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+from conftest import ChromaServer
+from memkit import EventKind, FactStore, LLMExtractor, Memory, OpenAIChat
+from memkit.errors import (ConfigError, InvalidArgument, InvalidContent, IsolationError, MemkitError, MissingUserId,
+                           ModelUnavailable, StoreLocked, StorePathError)
+from memkit.episodic import EpisodicBuffer
+from memkit.reconcile import plan
+from memkit.summarize import LLMSummarizer
+from memkit.types import Candidate
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_logged_events_are_replayed_not_replanned_after_an_outage(tmp_path, embedder):
+    server = ChromaServer(tmp_path / "srv").start()
+    records = str(tmp_path / "records.sqlite3")
+    try:
+        s1 = FactStore.http("127.0.0.1", server.port, embedder, records=records)
+        events = plan("keyed", s1, "u", [Candidate("User lives in Oslo.", key="user.city", value="Oslo")], t=123.0)
+        server.stop()
+        with pytest.raises(MemkitError):
+            s1.apply("u", events)  # logged, then the index was unreachable
+        assert [e.id for _, e in s1.log.unapplied()] == [e.id for e in events]
+        server.start()
+        s2 = FactStore.http("127.0.0.1", server.port, embedder, records=records)  # replays on open
+        assert [f.text for f in s2.get("u")] == ["User lives in Oslo."]
+        assert [(e.id, e.time) for e in s2.history("u")] == [(e.id, 123.0) for e in events]
+        assert s2.log.unapplied() == []
+    finally:
+        server.stop()
+
+
+CHILD = textwrap.dedent("""
+    import sys
+    from memkit import FactStore, Memory
+    from memkit.types import Candidate
+    m = Memory(store=FactStore.persistent(sys.argv[1]))
+    start = int(sys.argv[2])
+    for i in range(start, start + 1000):
+        m.write("u", [Candidate(f"Fact number {i}.", key=f"k.{i}", value=str(i))], time=float(i))
+        print(i, flush=True)  # acknowledged
+""")
+
+
+def test_acknowledged_writes_survive_sigkill_in_order(tmp_path):
+    path = str(tmp_path / "store")
+    acked: list[int] = []
+    for round_ in range(3):
+        child = subprocess.Popen([sys.executable, "-c", CHILD, path, str(round_ * 1000)], stdout=subprocess.PIPE,
+                                 text=True, cwd=ROOT)
+        want = 5 + 7 * round_
+        got = []
+        while len(got) < want:
+            line = child.stdout.readline()
+            assert line, "the writer died before it was killed"
+            got.append(int(line))
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        acked += got
+    store = FactStore.persistent(path)
+    current = {f.key for f in store.get("u")}
+    assert {f"k.{i}" for i in acked} <= current  # no acknowledged fact lost
+    order = [int(e.after.value) for e in store.history("u") if e.kind == EventKind.ADD]
+    assert [i for i in order if i in set(acked)] == acked  # history order is acknowledgement order
+    store.close()
+
+
+def test_eight_threads_changing_one_key_leave_one_current_fact(embedder):
+    m = Memory(store=FactStore.ephemeral(embedder))
+    m.write("u", [Candidate("User lives in Rome.", key="user.city", value="Rome")])
+    barrier = threading.Barrier(8)
+
+    def writer(i: int) -> None:
+        barrier.wait()
+        for j in range(5):
+            m.write("u", [Candidate(f"User lives in City{i}x{j}.", key="user.city", value=f"City{i}x{j}")])
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(m.store.get("u", where={"key": "user.city"})) == 1
+    assert len([e for e in m.store.history("u") if e.kind == EventKind.UPDATE]) == 40
+
+
+def test_a_second_process_on_one_persistent_folder_is_refused(tmp_path, embedder):
+    path = tmp_path / "store"
+    s = FactStore.persistent(str(path), embedder)
+    code = "import sys\nfrom memkit import FactStore\ntry:\n    FactStore.persistent(sys.argv[1])\n" \
+           "except Exception as e:\n    print(type(e).__name__, e)\n"
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.stdout.startswith("StoreLocked") and "chroma run" in out.stdout
+    s.close()
+
+
+WRITER = textwrap.dedent("""
+    import sys
+    from memkit import FactStore, Memory
+    from memkit.types import Candidate
+    m = Memory(store=FactStore.http("127.0.0.1", int(sys.argv[1]), records=sys.argv[2]))
+    for j in range(25):
+        m.write("u", [Candidate(f"User lives in P{sys.argv[3]}x{j}.", key="user.city", value=f"P{sys.argv[3]}x{j}")])
+""")
+
+
+@pytest.mark.server
+def test_processes_sharing_a_server_and_records_keep_one_fact_per_key(chroma_server, tmp_path):
+    records = str(tmp_path / "shared.sqlite3")
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(chroma_server.port), records, str(i)], cwd=ROOT)
+             for i in range(4)]
+    assert all(p.wait(timeout=300) == 0 for p in procs)
+    store = FactStore.http("127.0.0.1", chroma_server.port, records=records)
+    assert len(store.get("u", where={"key": "user.city"})) == 1
+    assert len(store.history("u")) == 100
+    store.drop_user("u")
+
+
+@pytest.mark.parametrize("fault", ["500", "429", "empty", "400"])
+def test_model_faults_become_an_error_event_and_a_pending_turn(fake_llm, embedder, fault):
+    model = OpenAIChat("m", base_url=fake_llm.base_url, api_key="k", max_retries=0)
+    m = Memory(store=FactStore.ephemeral(embedder), extractor=LLMExtractor(model))
+    fake_llm.fail(fault)
+    [event] = m.observe("u", "s", "user", "I prefer metric units.")
+    assert event.kind == EventKind.ERROR and "flush()" in event.reason
+    assert m.pending_turns and m.store.history("u")[-1].kind == EventKind.ERROR
+    fake_llm.enqueue('{"facts": [{"text": "User prefers metric units.", "key": "user.units", "value": "metric"}]}')
+    assert [e.kind for e in m.flush()] == [EventKind.ADD] and not m.pending_turns
+    if fault == "400":
+        assert model._json_mode_supported  # only a refused response_format turns JSON mode off
+
+
+def test_a_slow_model_times_out_by_configuration(fake_llm):
+    from memkit import Settings
+
+    settings = Settings.from_env({"MEMKIT_LLM_MODEL": "m", "MEMKIT_LLM_BASE_URL": fake_llm.base_url,
+                                  "MEMKIT_LLM_TIMEOUT": "0.5", "MEMKIT_LLM_MAX_RETRIES": "0"})
+    fake_llm.fail("slow:3")
+    with pytest.raises(ModelUnavailable, match="timeout"):  # without the setting the reply would arrive after 3 s
+        settings.chat_model().complete([{"role": "user", "content": "hi"}])
+    with pytest.raises(ConfigError, match="MEMKIT_LLM_TIMEOUT"):
+        Settings.from_env({"MEMKIT_LLM_TIMEOUT": "soon"})
+
+
+def test_a_failing_summarizer_keeps_turns_in_the_window(fake_llm):
+    model = OpenAIChat("m", base_url=fake_llm.base_url, api_key="k", max_retries=0)
+    buf = EpisodicBuffer("s", "u", window_tokens=20, summary_tokens=50, summarizer=LLMSummarizer(model))
+    fake_llm.fail("500", "500")  # both folds (after the 2nd and the 3rd turn) meet a server error
+    for i in range(3):
+        buf.append("user", f"Turn {i} says something long enough to overflow the window.")
+    assert buf.fold_error and len(buf.window) == 3 and not buf.summary.turn_ids  # nothing lost
+    fake_llm.enqueue("Three turns about overflowing.")
+    buf.append("user", "One more.")
+    assert buf.fold_error is None and buf.summary.text == "Three turns about overflowing."
+    assert list(buf.summary.turn_ids) + [t.id for t in buf.window] == [t.id for t in buf.turns]  # every turn somewhere
+
+
+@pytest.mark.parametrize("call,error", [
+    (lambda m: m.context("u", "s", "q", budget="abc"), InvalidArgument),
+    (lambda m: m.context("u", "s", "q", budget=None), InvalidArgument),
+    (lambda m: m.context("u", "s", "q", budget=0), InvalidArgument),
+    (lambda m: m.context("u", "s", "q", budget=-5), InvalidArgument),
+    (lambda m: m.context("u", "s", None), InvalidArgument),
+    (lambda m: m.search("u", "q", k=0), InvalidArgument),
+    (lambda m: m.search("u", "q", k=-1), InvalidArgument),
+    (lambda m: m.store.search("u", "q", k=0), InvalidArgument),
+    (lambda m: m.observe("u", "s", "user", "hi", time="abc"), InvalidArgument),
+    (lambda m: m.observe("u", "s", "user", "hi", time=float("nan")), InvalidArgument),
+    (lambda m: m.observe("u", "s", "user", "hi", speaker=""), InvalidArgument),
+    (lambda m: m.observe("u", "s", "user", "bad \ud800 text"), InvalidContent),
+    (lambda m: m.observe("u\ud800", "s", "user", "hi"), MissingUserId),
+    (lambda m: m.context("u", "s", "bad \udfff"), InvalidArgument),
+    (lambda m: m.store.get("nobody-yet", where={"user_id": "x"}), IsolationError),
+    (lambda m: m.store.search("nobody-yet", "q", where={"$and": [{"user_id": "x"}]}), IsolationError),
+    (lambda m: Memory(store=m.store, policy="llm"), ConfigError),
+    (lambda m: Memory(store=m.store, k=0), InvalidArgument),
+])
+def test_bad_input_gets_a_named_error_and_changes_nothing(embedder, call, error):
+    m = Memory(store=FactStore.ephemeral(embedder))
+    m.observe("u", "s", "user", "I prefer metric units.")
+    before = (len(m.store.get("u")), len(m.store.episodes("u")))
+    with pytest.raises(error):
+        call(m)
+    assert (len(m.store.get("u")), len(m.store.episodes("u"))) == before
+
+
+def test_bad_store_paths_are_named(tmp_path):
+    f = tmp_path / "a-file"
+    f.write_text("x")
+    with pytest.raises(StorePathError, match="is a file"):
+        FactStore.persistent(str(f))
+    if os.geteuid() == 0:
+        pytest.skip("root can write anywhere: the unwritable-folder case cannot be shown")
+    ro = tmp_path / "ro"
+    ro.mkdir(mode=0o500)
+    with pytest.raises(StorePathError, match="cannot write"):
+        FactStore.persistent(str(ro / "store"))
+
+
+def test_a_megabyte_turn_is_observed_and_folded_quickly(embedder):
+    m = Memory(store=FactStore.ephemeral(embedder), window_tokens=50)
+    text = " ".join(f"Sentence {i} talks about tea, trains and the garden." for i in range(20000))
+    m.observe("u", "s", "user", text)  # a quadratic fold took minutes here; speed itself is a benchmark
+    m.observe("u", "s", "assistant", "Noted.")  # the megabyte turn leaves the window: it is folded
+    buf = m.session("u", "s")
+    assert buf.summary.turn_ids and m.store.episodes("u")[0].content == text
+
+
+def test_extraction_error_is_an_event_not_an_exception(fake_llm, embedder):
+    m = Memory(store=FactStore.ephemeral(embedder),
+               extractor=LLMExtractor(OpenAIChat("m", base_url=fake_llm.base_url, api_key="k")))
+    fake_llm.enqueue("no json here")
+    [event] = m.observe("u", "s", "user", "I prefer metric units.")
+    assert event.kind == EventKind.ERROR and "no valid JSON" in event.reason
+    assert not m.pending_turns  # a malformed reply is reported, not retried
