@@ -165,6 +165,18 @@ class OpenAIEmbedder(EmbeddingFunction[Documents]):
                               dimension=config.get("dimension"))
 
 
+_SHARED: list[MiniLMEmbedder] = []
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_embedder() -> MiniLMEmbedder:
+    """The process's one offline MiniLM: every store built without an embedder uses it (loaded once)."""
+    with _SHARED_LOCK:
+        if not _SHARED:
+            _SHARED.append(MiniLMEmbedder())
+        return _SHARED[0]
+
+
 def embedder_dimension(embedder: EmbeddingFunction) -> int:
     """The embedder's output dimension, probing it once if it does not say."""
     dim = getattr(embedder, "dimension", None)

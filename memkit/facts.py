@@ -73,7 +73,7 @@ class FactStore:
         self.embed_batch = embed_batch
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
-        self.embedder = embedder or _embed.MiniLMEmbedder()
+        self.embedder = embedder or _embed.shared_embedder()
         self.namespace = namespace
         self.backend = backend
         self.dimension = _embed.embedder_dimension(self.embedder)

@@ -27,36 +27,24 @@ Retriever = Callable[[str], Sequence[str]]
 PROFILE_SHARE = 0.15
 
 
-def newest_per_key(facts: Sequence[Fact]) -> dict[str, Fact]:
-    """The newest fact of each key (how the append policy resolves conflicts at read time)."""
-    best: dict[str, Fact] = {}
-    for f in facts:
-        if f.key is not None and (f.key not in best or f.valid_from > best[f.key].valid_from):
-            best[f.key] = f
-    return best
-
-
 class Memory:
     """Two-layer memory for agents. ``Memory()`` is the offline default: MiniLM, rules, keyed upserts, in memory."""
 
     def __init__(self, store: FactStore | None = None, extractor: Extractor | None = None,
-                 summarizer: Summarizer | None = None, policy: str = "keyed", chat_model: Any = None,
+                 summarizer: Summarizer | None = None, policy: "str | reconcile.Policy" = "keyed", chat_model: Any = None,
                  sessions: SessionStore | None = None, window_tokens: int = 600, summary_tokens: int = 200,
                  k: int = 5, min_score: float = DEFAULT_FLOOR, retriever: Retriever | None = None,
                  document_share: float = 0.25, profile_tokens: int = 150, recall: RecallOptions | None = None,
                  facts: bool = True, episodes: bool = True, neighbours: int = 0, episode_dates: bool = True,
                  episodes_for_facts: bool = False, window_share: float = 0.3) -> None:
-        if policy not in reconcile.POLICIES:
-            raise ConfigError(f"unknown policy {policy!r}; choose one of {reconcile.POLICIES}")
-        if policy == "llm" and chat_model is None:
-            raise ConfigError("the llm policy needs a chat model: pass chat_model=, or set MEMKIT_LLM_BASE_URL and "
-                              "MEMKIT_LLM_MODEL and build with Memory.from_settings(policy='llm')")
+        if policy == "llm":
+            policy = reconcile.LLMPolicy(model=chat_model)  # ConfigError without a model
         validate.positive_int("k", k)
         validate.positive_int("window_tokens", window_tokens)
         self.store = store or FactStore.ephemeral()
         self.extractor = extractor or RuleExtractor()
         self.summarizer = summarizer or ExtractiveSummarizer()
-        self.policy = policy
+        self.policy: reconcile.Policy = reconcile.as_policy(policy)
         self.chat_model = chat_model
         self.sessions_store = sessions
         self.window_tokens, self.summary_tokens = window_tokens, summary_tokens
@@ -149,7 +137,7 @@ class Memory:
             return []
         with self.store.user_lock(user_id):
             try:
-                events = reconcile.plan(self.policy, self.store, user_id, cands, time, model=self.chat_model)
+                events = reconcile.plan(self.policy, self.store, user_id, cands, time)
             except ModelUnavailable as e:
                 self.pending.append((user_id, list(cands), time))
                 return [self._error(user_id, f"{e}; the facts wait for flush()", cands[0].source, time)]
@@ -200,17 +188,17 @@ class Memory:
                    min_score: float | None = None) -> list[Hit]:
         k = k or self.k
         floor = self.min_score if min_score is None else min_score
-        append = self.policy == "append"
+        at_read = getattr(self.policy, "resolves_at_read", True)
         recalled = recall_facts(self.store, user_id, query, vector, floor, self.recall_options) if query.strip() else []
-        current = self.store.get(user_id) if self.profile_tokens or append else []
-        newest = newest_per_key(current) if append else {}
-        if append:
-            current = [f for f in current if f.key is None or newest[f.key].id == f.id]
-        # under append, a key's newest fact stands in for an older one that matched; other policies
-        # resolve conflicts when writing, so what is stored is what is shown
+        current = self.store.get(user_id) if self.profile_tokens or at_read else []
+        if at_read:
+            current = self.policy.resolve(current)
+        # a policy that resolves conflicts at read time (append) shows the fact it resolves to in place of a
+        # recalled one of the same key; the others resolved them when writing, so what is stored is shown
+        shown_for_key = {f.key: f for f in current if f.key} if at_read else {}
         hits: dict[str, Hit] = {}
         for r in recalled:
-            f = newest.get(r.item.key, r.item) if r.item.key else r.item
+            f = shown_for_key.get(r.item.key, r.item) if r.item.key else r.item
             hits.setdefault(f.id, Hit(f, r.similarity, r.score, why=r.why))
         shown = list(hits.values())[:k]
         if not self.profile_tokens:

@@ -6,9 +6,10 @@ Plan first, apply second, so a caller can show a plan without applying it (DESIG
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Sequence
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, Protocol, Sequence, runtime_checkable
 
-from .errors import ExtractionError
+from .errors import ConfigError, ExtractionError
 from .facts import FactStore
 from .llm import ChatModel, parse_json
 from .types import Candidate, Event, EventKind, Fact, new_id, now
@@ -168,17 +169,109 @@ def plan_llm(store: FactStore, user_id: str, cands: Sequence[Candidate], t: floa
     return events
 
 
-PLANNERS: dict[str, Callable[..., list[Event]]] = {
-    "similarity": plan_similarity, "keyed": plan_keyed, "llm": plan_llm, "append": plan_append, "temporal": plan_temporal,
-}
+@runtime_checkable
+class Policy(Protocol):
+    """A conflict policy: plans events for new candidates, and says which stored facts a reader sees."""
+
+    name: str
+
+    def plan(self, store: FactStore, user_id: str, cands: Sequence[Candidate], t: float) -> list[Event]: ...
+
+    def resolve(self, facts: Sequence[Fact]) -> list[Fact]: ...
 
 
-def plan(policy: str, store: FactStore, user_id: str, cands: Sequence[Candidate], t: float | None = None,
+@dataclass(frozen=True)
+class KeyedPolicy:
+    """Same ``key`` means same slot: a new value updates the fact in place (the old text stays in history)."""
+
+    name: ClassVar[str] = "keyed"
+    resolves_at_read: ClassVar[bool] = False
+
+    def plan(self, store: FactStore, user_id: str, cands: Sequence[Candidate], t: float) -> list[Event]:
+        return plan_keyed(store, user_id, cands, t)
+
+    def resolve(self, facts: Sequence[Fact]) -> list[Fact]:
+        return list(facts)  # conflicts were resolved when writing: what is stored is what is shown
+
+
+@dataclass(frozen=True)
+class TemporalPolicy(KeyedPolicy):
+    """Same ``key``: the old fact gets ``valid_to`` and stays queryable "as of" a time; nothing is deleted."""
+
+    name: ClassVar[str] = "temporal"
+
+    def plan(self, store: FactStore, user_id: str, cands: Sequence[Candidate], t: float) -> list[Event]:
+        return plan_temporal(store, user_id, cands, t)
+
+
+@dataclass(frozen=True)
+class SimilarityPolicy(KeyedPolicy):
+    """The seeds' rule: the nearest fact above ``threshold`` is overwritten, else the candidate is added."""
+
+    name: ClassVar[str] = "similarity"
+    threshold: float = SIMILARITY_THRESHOLD
+
+    def plan(self, store: FactStore, user_id: str, cands: Sequence[Candidate], t: float) -> list[Event]:
+        return plan_similarity(store, user_id, cands, t, threshold=self.threshold)
+
+
+@dataclass(frozen=True)
+class AppendPolicy(KeyedPolicy):
+    """Add-only: nothing is overwritten; the newest fact of each key wins at read time."""
+
+    name: ClassVar[str] = "append"
+    resolves_at_read: ClassVar[bool] = True
+
+    def plan(self, store: FactStore, user_id: str, cands: Sequence[Candidate], t: float) -> list[Event]:
+        return plan_append(store, user_id, cands, t)
+
+    def resolve(self, facts: Sequence[Fact]) -> list[Fact]:
+        best: dict[str, Fact] = {}
+        for f in facts:
+            if f.key is not None and (f.key not in best or f.valid_from > best[f.key].valid_from):
+                best[f.key] = f
+        return [f for f in facts if f.key is None or best[f.key].id == f.id]
+
+
+@dataclass(frozen=True)
+class LLMPolicy(KeyedPolicy):
+    """The model decides ADD/UPDATE/DELETE/NONE per fact, over small integer ids it cannot invent."""
+
+    name: ClassVar[str] = "llm"
+    model: Any = None
+
+    def __post_init__(self) -> None:
+        if self.model is None:
+            raise ConfigError("the llm policy needs a chat model: pass chat_model= (or model=), or set "
+                              "MEMKIT_LLM_BASE_URL and MEMKIT_LLM_MODEL and use Memory.from_settings(policy='llm')")
+
+    def plan(self, store: FactStore, user_id: str, cands: Sequence[Candidate], t: float) -> list[Event]:
+        return plan_llm(store, user_id, cands, t, model=self.model)
+
+
+POLICY_TYPES: dict[str, type] = {p.name: p for p in (SimilarityPolicy, KeyedPolicy, LLMPolicy, AppendPolicy, TemporalPolicy)}
+
+
+def as_policy(policy: "str | Policy", **options: Any) -> Policy:
+    """A policy object from a name and typed options (a misspelt name or option is a ``ConfigError``)."""
+    if not isinstance(policy, str):
+        if options:
+            raise ConfigError("options go with a policy name, not with a policy object")
+        return policy
+    kind = POLICY_TYPES.get(policy)
+    if kind is None:
+        raise ConfigError(f"unknown policy {policy!r}; choose one of {POLICIES}")
+    known = {f.name for f in fields(kind)}
+    wrong = set(options) - known
+    if wrong:
+        raise ConfigError(f"policy {policy!r} takes {sorted(known) or 'no options'}, not {sorted(wrong)}")
+    return kind(**options)
+
+
+def plan(policy: "str | Policy", store: FactStore, user_id: str, cands: Sequence[Candidate], t: float | None = None,
          **options: Any) -> list[Event]:
     """Events that ``policy`` would apply for ``cands``; nothing is written."""
-    if policy not in PLANNERS:
-        raise ValueError(f"unknown policy {policy!r}; choose one of {POLICIES}")
-    return PLANNERS[policy](store, user_id, list(cands), now() if t is None else t, **options)
+    return as_policy(policy, **options).plan(store, user_id, list(cands), now() if t is None else t)
 
 
 def apply(store: FactStore, user_id: str, events: Sequence[Event]) -> None:

@@ -110,7 +110,7 @@ WRITER = textwrap.dedent("""
     import sys
     from memkit import FactStore, Memory
     from memkit.types import Candidate
-    m = Memory(store=FactStore.http("127.0.0.1", int(sys.argv[1]), records=sys.argv[2]))
+    m = Memory(store=FactStore.http("127.0.0.1", int(sys.argv[1]), namespace=sys.argv[4], records=sys.argv[2]))
     for j in range(25):
         m.write("u", [Candidate(f"User lives in P{sys.argv[3]}x{j}.", key="user.city", value=f"P{sys.argv[3]}x{j}")])
 """)
@@ -119,10 +119,11 @@ WRITER = textwrap.dedent("""
 @pytest.mark.server
 def test_processes_sharing_a_server_and_records_keep_one_fact_per_key(chroma_server, tmp_path):
     records = str(tmp_path / "shared.sqlite3")
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(chroma_server.port), records, str(i)], cwd=ROOT)
+    ns = f"procs{os.getpid()}"
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(chroma_server.port), records, str(i), ns], cwd=ROOT)
              for i in range(4)]
     assert all(p.wait(timeout=300) == 0 for p in procs)
-    store = FactStore.http("127.0.0.1", chroma_server.port, records=records)
+    store = FactStore.http("127.0.0.1", chroma_server.port, namespace=ns, records=records)
     assert len(store.get("u", where={"key": "user.city"})) == 1
     assert len(store.history("u")) == 100
     store.drop_user("u")
@@ -225,3 +226,25 @@ def test_extraction_error_is_an_event_not_an_exception(fake_llm, embedder):
     [event] = m.observe("u", "s", "user", "I prefer metric units.")
     assert event.kind == EventKind.ERROR and "no valid JSON" in event.reason
     assert not m.pending_turns  # a malformed reply is reported, not retried
+
+
+def test_policies_are_objects_with_typed_options(embedder):
+    from memkit import SimilarityPolicy, as_policy
+
+    assert as_policy("similarity", threshold=0.9) == SimilarityPolicy(threshold=0.9)
+    with pytest.raises(ConfigError, match="treshold"):
+        as_policy("similarity", treshold=0.9)
+
+    class PlanNothing:  # any object with the Policy protocol's two methods is a policy
+        name = "nothing"
+        resolves_at_read = False
+
+        def plan(self, store, user_id, cands, t):
+            return []
+
+        def resolve(self, facts):
+            return list(facts)
+
+    m = Memory(store=FactStore.ephemeral(embedder), policy=PlanNothing())
+    assert m.observe("u", "s", "user", "I prefer metric units.") == [] and m.store.get("u") == []
+    assert m.store.episodes("u")  # the turn is still kept as an episode

@@ -1,0 +1,150 @@
+"""The write path's targets, measured with real threads, real processes, a real `chroma run` and SIGKILL.
+
+    python scripts/write_path_check.py --writes 200 --kills 20 --out results/write-path
+
+1. 8 threads in one process, each writing ``--writes`` new values of one key (keyed policy): current facts
+   left for that key (target 1).
+2. 4 processes against one `chroma run` server sharing one records file, ``--writes`` each: the same count.
+3. ``--kills`` rounds of a writer process killed with SIGKILL after a random number of acknowledged writes
+   on one on-disk store: acknowledged facts missing afterwards, and whether history order equals
+   acknowledgement order (targets 0 and yes).
+Prints a table and writes it as CSV. Not a test: it takes minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pandas as pd
+
+from memkit import FactStore, Memory
+from memkit.types import Candidate, EventKind
+
+CHILD = """
+import sys
+from memkit import FactStore, Memory
+from memkit.types import Candidate
+m = Memory(store=FactStore.persistent(sys.argv[1]))
+start = int(sys.argv[2])
+for i in range(start, start + 100000):
+    m.write("u", [Candidate(f"Fact number {i}.", key=f"k.{i}", value=str(i))], time=float(i))
+    print(i, flush=True)
+"""
+WRITER = """
+import sys
+from memkit import FactStore, Memory
+from memkit.types import Candidate
+m = Memory(store=FactStore.http("127.0.0.1", int(sys.argv[1]), records=sys.argv[2]))
+for j in range(int(sys.argv[4])):
+    m.write("u", [Candidate(f"User lives in P{sys.argv[3]}x{j}.", key="user.city", value=f"P{sys.argv[3]}x{j}")])
+"""
+
+
+def threads(writes: int) -> dict:
+    m = Memory()
+    barrier = threading.Barrier(8)
+
+    def run(i: int) -> None:
+        barrier.wait()
+        for j in range(writes):
+            m.write("u", [Candidate(f"User lives in T{i}x{j}.", key="user.city", value=f"T{i}x{j}")])
+
+    start = time.perf_counter()
+    ts = [threading.Thread(target=run, args=(i,)) for i in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return {"check": "8 threads, one key", "writes": 8 * writes, "seconds": time.perf_counter() - start,
+            "current facts for the key": len(m.store.get("u", where={"key": "user.city"})),
+            "lost": None, "history order = ack order": None}
+
+
+def processes(writes: int) -> dict:
+    folder = Path(tempfile.mkdtemp(prefix="memkit-wp-"))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    chroma = Path(sys.executable).with_name("chroma")
+    with open(folder / "chroma.log", "w") as log:
+        server = subprocess.Popen([str(chroma), "run", "--path", str(folder / "data"), "--host", "127.0.0.1",
+                                   "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        for _ in range(120):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.5)
+        records = str(folder / "shared.sqlite3")
+        start = time.perf_counter()
+        procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(port), records, str(i), str(writes)])
+                 for i in range(4)]
+        codes = [p.wait() for p in procs]
+        seconds = time.perf_counter() - start
+        store = FactStore.http("127.0.0.1", port, records=records)
+        n = len(store.get("u", where={"key": "user.city"}))
+        events = len(store.history("u"))
+        store.close()
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait()
+    return {"check": "4 processes, one server, one key", "writes": 4 * writes, "seconds": seconds,
+            "current facts for the key": n, "lost": 4 * writes - events if not any(codes) else "a writer failed",
+            "history order = ack order": None}
+
+
+def kills(rounds: int, seed: int = 0) -> dict:
+    rng = random.Random(seed)
+    path = tempfile.mkdtemp(prefix="memkit-kill-")
+    acked: list[int] = []
+    start = time.perf_counter()
+    for r in range(rounds):
+        child = subprocess.Popen([sys.executable, "-c", CHILD, path, str(r * 100000)], stdout=subprocess.PIPE, text=True)
+        want, got = rng.randint(1, 40), []
+        while len(got) < want:
+            line = child.stdout.readline()
+            if not line:
+                break
+            got.append(int(line))
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        acked += got
+    store = FactStore.persistent(path)
+    current = {f.key for f in store.get("u")}
+    lost = sum(1 for i in acked if f"k.{i}" not in current)
+    order = [int(e.after.value) for e in store.history("u") if e.kind == EventKind.ADD]
+    in_order = [i for i in order if i in set(acked)] == acked
+    store.close()
+    return {"check": f"{rounds} SIGKILLs during writes", "writes": len(acked), "seconds": time.perf_counter() - start,
+            "current facts for the key": None, "lost": lost, "history order = ack order": in_order}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--writes", type=int, default=200)
+    ap.add_argument("--kills", type=int, default=20)
+    ap.add_argument("--out", default="results/write-path")
+    args = ap.parse_args()
+    rows = [threads(args.writes), processes(args.writes), kills(args.kills)]
+    table = pd.DataFrame(rows)
+    print(table.round(1).to_string(index=False))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out / "write_path.csv", index=False)
+    print(f"\nwrote {out}/write_path.csv")
+
+
+if __name__ == "__main__":
+    main()
