@@ -24,6 +24,7 @@ STRATEGIES = ("full", "window", "summary") + tuple(f"two-layer:{p}" for p in POL
 class Strategy(Protocol):
     name: str
     budget_free: bool  # True when what it stores does not depend on the budget (one run serves every budget)
+    keeps_facts: bool  # True when it writes facts (so operation accuracy and duplicates mean something)
 
     def observe(self, session_id: str, turn_id: str, role: str, content: str, time: float | None,
                 speaker: str | None = None) -> list[Event]: ...
@@ -49,6 +50,7 @@ class FullHistory:
 
     name = "full"
     budget_free = True
+    keeps_facts = False
 
     def __init__(self, user_id: str) -> None:
         self.buf = EpisodicBuffer("all", user_id, window_tokens=10**12)
@@ -99,6 +101,7 @@ class TwoLayer:
     """memkit's ``Memory``: this session's window and summary plus the user's facts and episodes, under one policy."""
 
     budget_free = True
+    keeps_facts = True
 
     def __init__(self, user_id: str, store: FactStore, policy: str = "keyed", k: int = 5, **memory_options: object) -> None:
         self.name = f"two-layer:{policy}"
@@ -126,6 +129,8 @@ class NoFacts:
 class RawTurnRetrieval(TwoLayer):
     """The equal-token baseline: past turns retrieved by one channel (or both, fused) and packed in rank order
     into the budget, with this session's newest turns; no facts, no summary, no dates."""
+
+    keeps_facts = False
 
     def __init__(self, name: str, user_id: str, store: FactStore, **memory_options: object) -> None:
         self.name = name

@@ -248,3 +248,19 @@ def test_policies_are_objects_with_typed_options(embedder):
     m = Memory(store=FactStore.ephemeral(embedder), policy=PlanNothing())
     assert m.observe("u", "s", "user", "I prefer metric units.") == [] and m.store.get("u") == []
     assert m.store.episodes("u")  # the turn is still kept as an episode
+
+
+def test_registry_builds_components_by_name_and_names_the_known_ones(embedder):
+    from memkit import registry
+    from memkit.reconcile import SimilarityPolicy
+    from memkit.rules import RuleExtractor
+
+    assert registry.build("policy", "similarity", threshold=0.9) == SimilarityPolicy(threshold=0.9)
+    assert isinstance(registry.build("extractor", "rules"), RuleExtractor)
+    with pytest.raises(ConfigError, match="choose one of"):
+        registry.build("extractor", "magic")
+    with pytest.raises(ConfigError, match="treshold"):
+        registry.build("policy", "similarity", treshold=0.9)
+    s = registry.build("strategy", "rag:bm25", user_id="u", store=FactStore.ephemeral(embedder))
+    assert s.name == "rag:bm25" and not s.keeps_facts
+    assert FactStore.ephemeral().embedder is FactStore.ephemeral().embedder  # one MiniLM per process

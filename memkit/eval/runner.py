@@ -69,11 +69,11 @@ def run_conversation(conv: Conversation, strategy: str, budget: int | Sequence[i
                 rows.append(row)
             if hasattr(s, "memory"):
                 s.memory.end_session(conv.user_id, f"probe:{p.id}")
-    facts = store.get(conv.user_id) if strategy.startswith("two-layer") else []
+    facts = store.get(conv.user_id) if s.keeps_facts else []
     stats = [{"conversation": conv.id, "strategy": strategy, "budget": b,
               "tokens_per_turn": float(np.mean(turn_tokens[b])) if turn_tokens[b] else math.nan,
               "write_ms": writes, "write_total_ms": write_total, "turns": len(writes), "read_ms": reads[j::len(budgets)], "confusion": confusion if j == 0 else {},
-              "duplicate_rate": duplicate_rate(facts) if strategy.startswith("two-layer") else math.nan}
+              "duplicate_rate": duplicate_rate(facts) if s.keeps_facts else math.nan, "keeps_facts": s.keeps_facts}
              for j, b in enumerate(budgets)]
     return rows, stats
 
@@ -140,6 +140,7 @@ def summarise(results: pd.DataFrame, stats: list[dict[str, Any]], strategies: Se
     for name in strategies:
         for b in sorted({s["budget"] for s in stats if s["strategy"] == name}):
             st = [s for s in stats if s["strategy"] == name and s["budget"] == b]
+            facts = st[0]["keeps_facts"]
             writes = [w for s in st for w in s["write_ms"]]
             reads = [r for s in st for r in s["read_ms"]]
             conf: dict[tuple[str, str], int] = {}
@@ -150,8 +151,8 @@ def summarise(results: pd.DataFrame, stats: list[dict[str, Any]], strategies: Se
             per_turn = [s["tokens_per_turn"] for s in st if not math.isnan(s["tokens_per_turn"])]
             extra.append({"strategy": name, "budget": b, "tokens_per_turn": float(np.mean(per_turn)) if per_turn else math.nan,
                           "op_accuracy": sum(n for (g, p), n in conf.items() if g == p) / total
-                          if total and name.startswith("two-layer") else math.nan,
-                          "duplicate_rate": _mean([s["duplicate_rate"] for s in st]) if name.startswith("two-layer") else math.nan,
+                          if total and facts else math.nan,
+                          "duplicate_rate": _mean([s["duplicate_rate"] for s in st]) if facts else math.nan,
                           "turns_per_s": sum(s["turns"] for s in st) / max(sum(s["write_total_ms"] for s in st) / 1000, 1e-9),
                           "read_p50_ms": percentile(reads, 50), "read_p95_ms": percentile(reads, 95),
                           "write_p50_ms": percentile(writes, 50), "write_p95_ms": percentile(writes, 95)})
@@ -173,7 +174,7 @@ def confusion_table(stats: list[dict[str, Any]]) -> pd.DataFrame:
     rows = []
     for s in stats:
         for (g, p), n in s["confusion"].items():
-            if s["strategy"].startswith("two-layer"):
+            if s["keeps_facts"]:
                 rows.append({"strategy": s["strategy"], "gold": g, "predicted": p, "turns": n})
     df = pd.DataFrame(rows, columns=["strategy", "gold", "predicted", "turns"])
     if df.empty:
