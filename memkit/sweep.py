@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import itertools
 import json
 from pathlib import Path
@@ -10,22 +11,53 @@ from typing import Any, Sequence
 import pandas as pd
 import plotly.express as px
 
-from .errors import MemkitError
+from .errors import ConfigError, MemkitError
+from .validate import out_dir
 
 
 def parse_param(spec: str) -> tuple[str, list[Any]]:
     """``"budget=600,1200"`` -> ``("budget", [600, 1200])``; a value starting with ``[`` is one JSON list."""
-    if "=" not in spec:
-        raise MemkitError(f"a parameter is NAME=V1,V2,...; got {spec!r}")
-    name, raw = spec.split("=", 1)
-    values = [raw] if raw.strip().startswith("[") else raw.split(",")
+    name, _, raw = spec.partition("=")
+    if not _ or not name.strip().isidentifier() or not raw.strip():
+        raise ConfigError(f"a parameter is NAME=V1,V2,... (or NAME=[...] for one JSON list); got {spec!r}")
+    if raw.strip().startswith("["):
+        try:
+            return name.strip(), [json.loads(raw)]
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"{spec!r}: a value starting with '[' must be a JSON list ({e.msg})") from None
     out = []
-    for v in values:
+    for v in raw.split(","):
         try:
             out.append(json.loads(v))
         except json.JSONDecodeError:
             out.append(v)
     return name.strip(), out
+
+
+def check_params(notebook: str | Path, params: dict[str, Sequence[Any]]) -> None:
+    """Every swept name is a parameter of the notebook and every value has its default's type."""
+    import papermill
+
+    declared = papermill.inspect_notebook(str(notebook))
+    for name, values in params.items():
+        if name not in declared:
+            raise ConfigError(f"{Path(notebook).name} has no parameter {name!r}; it has {sorted(declared)}")
+        try:
+            default = ast.literal_eval(declared[name]["default"])
+        except (ValueError, SyntaxError):
+            continue  # an expression default: nothing to compare with
+        for v in values:
+            if default is not None and not _same_kind(default, v):
+                raise ConfigError(f"{name}={v!r}: the notebook's default is {default!r} "
+                                  f"({type(default).__name__}); pass a value of that type")
+
+
+def _same_kind(default: Any, value: Any) -> bool:
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(default, bool) and isinstance(value, bool)
+    if isinstance(default, (int, float)):
+        return isinstance(value, (int, float)) and (isinstance(default, float) or isinstance(value, int))
+    return isinstance(value, type(default))
 
 
 def grid(params: dict[str, Sequence[Any]]) -> list[dict[str, Any]]:
@@ -37,12 +69,16 @@ def grid(params: dict[str, Sequence[Any]]) -> list[dict[str, Any]]:
 def run_sweep(notebook: str | Path, params: dict[str, Sequence[Any]], out: str | Path, metric: str | None = None,
               kernel_name: str = "python3", progress: bool = True) -> pd.DataFrame:
     """Execute ``notebook`` once per grid point into ``out``; return (and write) all result tables as one."""
-    import papermill
+    try:
+        import papermill
+    except ImportError:
+        raise ConfigError("memkit sweep runs notebooks with papermill: pip install 'memkit[notebooks]'") from None
 
     notebook, out = Path(notebook).resolve(), Path(out)
     if not notebook.is_file():
         raise MemkitError(f"no such notebook: {notebook}")
-    out.mkdir(parents=True, exist_ok=True)
+    check_params(notebook, params)
+    out_dir(out)
     points = grid(params)
     bar = None
     if progress:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 from typing import Any
 
-from .errors import InvalidArgument, InvalidContent, MissingSessionId, MissingUserId
+from .errors import ConfigError, InvalidArgument, InvalidContent, MissingSessionId, MissingUserId
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -75,3 +76,16 @@ def speaker(value: Any) -> str | None:
     if not isinstance(value, str) or not value.strip() or _SURROGATE.search(value):
         raise InvalidArgument(f"speaker must be a non-empty name or None, got {value!r}")
     return value
+
+
+def out_dir(path: str | Path) -> Path:
+    """An output folder that exists and can be written, or ``ConfigError`` naming it."""
+    p = Path(path)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        probe = p / ".memkit-write-probe"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise ConfigError(f"cannot write to {p} ({e.strerror or e}); choose another --out") from None
+    return p

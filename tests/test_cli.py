@@ -15,3 +15,35 @@ def test_named_errors_exit_cleanly(monkeypatch):
     env = {"PATH": "", "MEMKIT_LLM_BASE_URL": "http://127.0.0.1:9/v1", "HOME": "/tmp"}
     out = subprocess.run([sys.executable, "-m", "memkit.cli", "demo"], capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 2 and "ConfigError" in out.stderr and "MEMKIT_LLM_MODEL" in out.stderr
+
+
+def _memkit(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "memkit.cli", *args], capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+def test_cli_edges_are_one_line_named_errors(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    nb = "notebooks/07_strategies.ipynb"
+    cases = [
+        (("bench", "--data", str(empty), "--out", str(tmp_path / "o")), "no conversations"),
+        (("bench", "--data", "data/chats.jsonl", "--budget", "-5", "--out", str(tmp_path / "o")), "--budget"),
+        (("bench", "--data", "data/chats.jsonl", "--limit", "1", "--out", str(blocker / "out")), "cannot write"),
+        (("bench", "--data", "data/chats.jsonl", "--strategy", "two-layer:llm", "--out", str(tmp_path / "o")),
+         "MEMKIT_LLM_MODEL"),
+        (("bench-scale", "--facts", "abc", "--out", str(tmp_path / "o")), "--facts"),
+        (("sweep", nb, "-p", "=3", "--out", str(tmp_path / "o")), "NAME=V1"),
+        (("sweep", nb, "-p", "budget=abc", "--out", str(tmp_path / "o")), "default is 1200"),
+        (("sweep", nb, "-p", "budget=[1,", "--out", str(tmp_path / "o")), "JSON list"),
+        (("sweep", nb, "-p", "bugdet=3", "--out", str(tmp_path / "o")), "no parameter 'bugdet'"),
+    ]
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    for args, message in cases:
+        out = _memkit(*args, cwd=root)
+        assert out.returncode == 2, (args, out.stderr[-500:])
+        assert "Traceback" not in out.stderr and message in out.stderr, (args, out.stderr[-500:])
+        assert len(out.stderr.strip().splitlines()) <= 2, out.stderr  # a progress line at most, then the error

@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..strategies import STRATEGIES
+from ..validate import out_dir
 from .data import FORMATS
 from .runner import DEFAULT_STRATEGIES
 
@@ -22,6 +23,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from .runner import run
 
     convs = load(args.data, args.format)
+    if not convs:
+        from ..errors import DatasetError
+
+        raise DatasetError(f"{args.data} holds no conversations")
     if args.limit:
         convs = convs[: args.limit]
     strategies = args.strategy or list(DEFAULT_STRATEGIES)
@@ -45,10 +50,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.floor is not None:
         options["min_score"] = args.floor
     budgets = _budgets(args.budget)
+    out = out_dir(args.out)  # before the run: an unwritable folder fails at once, not after it
     results, summary, confusion = run(convs, strategies, budget=budgets, k=args.k, progress=True,
                                       per_turn_tokens=not args.no_turn_tokens, judge_model=judge_model, **options)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     results.to_csv(out / "results.csv", index=False)
     summary.to_csv(out / "summary.csv", index=False)
     confusion.to_csv(out / "confusion.csv", index=False)
@@ -80,10 +84,16 @@ def _budgets(text: str) -> list[int]:
 def cmd_bench_scale(args: argparse.Namespace) -> int:
     from .scale import run
 
-    sizes = [int(x) for x in args.facts.split(",")]
+    from ..errors import ConfigError
+
+    try:
+        sizes = [int(x) for x in args.facts.split(",")]
+    except ValueError:
+        raise ConfigError(f"--facts takes positive integers separated by commas, got {args.facts!r}") from None
+    if min(sizes) <= 0 or args.users <= 0 or args.queries <= 0 or not 0.0 <= args.episodes < 1.0:
+        raise ConfigError("--facts, --users and --queries must be positive and --episodes in [0, 1)")
+    out = out_dir(args.out)
     table = run(sizes, args.users, args.queries, progress=True, episode_share=args.episodes)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "scale.csv", index=False)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(table.round(2).to_string(index=False))
@@ -110,7 +120,7 @@ def cmd_bench_embed(args: argparse.Namespace) -> int:
     table = pd.DataFrame(rows)
     print(table.to_string(index=False))
     if args.out:
-        Path(args.out).mkdir(parents=True, exist_ok=True)
+        out_dir(args.out)
         table.to_csv(Path(args.out) / "embed.csv", index=False)
     return 0
 
@@ -118,6 +128,7 @@ def cmd_bench_embed(args: argparse.Namespace) -> int:
 def cmd_generate(args: argparse.Namespace) -> int:
     from .chats import write_chats
 
+    out_dir(Path(args.out).parent)
     path = write_chats(args.out, seed=args.seed, conversations=args.conversations)
     print(f"wrote {path} ({args.conversations} conversations, seed {args.seed})")
     return 0
