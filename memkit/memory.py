@@ -123,7 +123,7 @@ class Memory:
         return self.write(user_id, cands, turn.time)
 
     def _error(self, user_id: str, reason: str, source: tuple[str, ...], time: float | None) -> Event:
-        event = Event(EventKind.ERROR, user_id, reason=reason, source=source, **({"time": time} if time else {}))
+        event = Event(EventKind.ERROR, user_id, reason=reason, source=source, **({"time": time} if time is not None else {}))
         self._record(user_id, [event])
         return event
 
@@ -189,8 +189,10 @@ class Memory:
         k = k or self.k
         floor = self.min_score if min_score is None else min_score
         at_read = getattr(self.policy, "resolves_at_read", True)
-        recalled = recall_facts(self.store, user_id, query, vector, floor, self.recall_options) if query.strip() else []
-        current = self.store.get(user_id) if self.profile_tokens or at_read else []
+        stored = self.store.get(user_id) if self.profile_tokens or at_read else None
+        recalled = recall_facts(self.store, user_id, query, vector, floor, self.recall_options, stored) \
+            if query.strip() else []
+        current = stored or []
         if at_read:
             current = self.policy.resolve(current)
         # a policy that resolves conflicts at read time (append) shows the fact it resolves to in place of a

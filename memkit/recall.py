@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 from .facts import FactStore
-from .types import Recalled
+from .types import Fact, Recalled
 
 CHANNELS = ("lexical", "dense")
 RRF_K = 10  # reciprocal rank fusion constant: 60 in Cormack et al. 2009; 10 measured on the dev split (README)
@@ -55,35 +55,36 @@ def fuse(rankings: dict[str, Sequence[str]], options: RecallOptions) -> list[tup
 
 
 def recall_facts(store: FactStore, user_id: str, query: str, vector: Sequence[float] | None, floor: float,
-                 options: RecallOptions = RecallOptions()) -> list[Recalled]:
-    """The user's current facts for ``query`` by fused rank; dense hits below ``floor`` do not count."""
-    rankings: dict[str, list[str]] = {}
-    sims: dict[str, float] = {}
-    if "dense" in options.channels and vector is not None:
-        dense = store.dense(user_id, "facts", vector, options.depth)
-        sims = dict(dense)
-        rankings["dense"] = [i for i, s in dense if s >= floor]
-    if "lexical" in options.channels:
-        rankings["lexical"] = [i for i, _ in store.lexical(user_id, "facts", query, options.depth)]
-    fused = fuse(rankings, options)
-    facts = {f.id: f for f in store.get(user_id, ids=[i for i, _, _ in fused])} if fused else {}
-    return [Recalled(facts[i], s, r, sims.get(i, math.nan), _why(r)) for i, s, r in fused if i in facts]
+                 options: RecallOptions = RecallOptions(), current: Sequence[Fact] | None = None) -> list[Recalled]:
+    """The user's current facts for ``query`` by fused rank; dense hits below ``floor`` do not count.
+
+    ``current``: the user's current facts when the caller has read them already (no second read).
+    """
+    fetch = (lambda ids: current) if current is not None else (lambda ids: store.get(user_id, ids=ids))
+    return _recall(store, user_id, "facts", query, vector, options, floor, fetch)
 
 
 def recall_episodes(store: FactStore, user_id: str, query: str, vector: Sequence[float] | None,
                     options: RecallOptions = RecallOptions()) -> list[Recalled]:
-    """The user's episodes (past turns) for ``query`` by fused rank."""
+    """The user's episodes (past turns) for ``query`` by fused rank; no floor: they compete on rank."""
+    return _recall(store, user_id, "episodes", query, vector, options, -math.inf,
+                   lambda ids: store.episodes(user_id, ids))
+
+
+def _recall(store: FactStore, user_id: str, part: str, query: str, vector: Sequence[float] | None,
+            options: RecallOptions, floor: float, fetch: Callable[[list[str]], Sequence[Any]]) -> list[Recalled]:
+    """Both channels over one part, fused; the items are read once, by id, from their store of record."""
     rankings: dict[str, list[str]] = {}
     sims: dict[str, float] = {}
     if "dense" in options.channels and vector is not None:
-        dense = store.dense(user_id, "episodes", vector, options.depth)
+        dense = store.dense(user_id, part, vector, options.depth)
         sims = dict(dense)
-        rankings["dense"] = [i for i, _ in dense]
+        rankings["dense"] = [i for i, sim in dense if sim >= floor]
     if "lexical" in options.channels:
-        rankings["lexical"] = [i for i, _ in store.lexical(user_id, "episodes", query, options.depth)]
+        rankings["lexical"] = [i for i, _ in store.lexical(user_id, part, query, options.depth)]
     fused = fuse(rankings, options)
-    episodes = {e.id: e for e in store.episodes(user_id, [i for i, _, _ in fused])} if fused else {}
-    return [Recalled(episodes[i], s, r, sims.get(i, math.nan), _why(r)) for i, s, r in fused if i in episodes]
+    items = {x.id: x for x in fetch([i for i, _, _ in fused])} if fused else {}
+    return [Recalled(items[i], s, r, sims.get(i, math.nan), _why(r)) for i, s, r in fused if i in items]
 
 
 def _why(ranks: dict[str, int]) -> str:
