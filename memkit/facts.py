@@ -342,8 +342,13 @@ class FactStore:
         with their original times; never planned again. Returns what was applied."""
         done = []
         for seq, e in self.log.unapplied():
-            self._effect(e.user_id, [e])
-            self.log.mark_applied([seq])
+            # under the user's lock, and checked again inside it: an event unapplied only because its writer
+            # (another thread or process) is still applying it is left to that writer
+            with self.user_lock(e.user_id):
+                if self.log.applied(seq):
+                    continue
+                self._effect(e.user_id, [e])
+                self.log.mark_applied([seq])
             done.append(e)
         return done
 

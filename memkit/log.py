@@ -69,6 +69,12 @@ class EventLog:
                 raise IsolationError(f"event {e.id} of {e.user_id!r} logged under {user_id!r}")
         return out
 
+    def applied(self, seq: int) -> bool:
+        with self.records._lock:
+            self.records._check()
+            row = self.records._db.execute("SELECT applied FROM events WHERE seq = ?", (seq,)).fetchone()
+        return row is None or bool(row[0])
+
     def unapplied(self) -> list[tuple[int, Event]]:
         """Logged events whose change never reached the fact index, in sequence order."""
         with self.records._lock:

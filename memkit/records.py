@@ -57,7 +57,8 @@ class Records:
 
     def __init__(self, path: str | Path = ":memory:") -> None:
         self.path = str(path)
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        # processes sharing the file wait for each other's write transactions (up to 30 s) instead of failing
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30.0)
         self._lock = threading.RLock()
         if self.path != ":memory:":
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -167,7 +168,7 @@ class Records:
         with self._lock:
             self._check()
             with self._db:
-                self._db.execute("BEGIN")
+                self._db.execute("BEGIN IMMEDIATE")  # take the write lock now: no BUSY on upgrade
                 for ref, text in facts:
                     self._index(owner, "f", ref, text)
 
@@ -175,7 +176,7 @@ class Records:
         with self._lock:
             self._check()
             with self._db:
-                self._db.execute("BEGIN")
+                self._db.execute("BEGIN IMMEDIATE")  # take the write lock now: no BUSY on upgrade
                 for ref in ids:
                     row = self._db.execute("SELECT id FROM lex_refs WHERE owner = ? AND kind = 'f' AND ref = ?",
                                            (owner, ref)).fetchone()
@@ -204,7 +205,7 @@ class Records:
         with self._lock:
             self._check()
             with self._db:
-                self._db.execute("BEGIN")
+                self._db.execute("BEGIN IMMEDIATE")  # take the write lock now: no BUSY on upgrade
                 for kind in ("f", "e"):
                     self._db.execute("DELETE FROM lexical WHERE lexical MATCH ?", (f'owner:"{kind}{owner}"',))
                 self._db.execute("DELETE FROM lex_refs WHERE owner = ?", (owner,))
