@@ -66,10 +66,10 @@ class FactStore:
     """Facts per user in Chroma. Build with ``ephemeral()``, ``persistent(path)`` or ``http(host, port)``."""
 
     def __init__(self, client: Any, embedder: Any = None, namespace: str = "memkit", backend: str = "custom",
-                 records: Records | None = None, embed_batch: int = EMBED_BATCH) -> None:
+                 records: Records | None = None, embed_batch: int = EMBED_BATCH, log: EventLog | None = None) -> None:
         self.client = client
         self.records = records or Records()
-        self.log = EventLog(self.records)
+        self.log = log or EventLog.sqlite(self.records)
         self.embed_batch = embed_batch
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
@@ -113,13 +113,14 @@ class FactStore:
 
     @classmethod
     def http(cls, host: str = "localhost", port: int = 8000, embedder: Any = None, namespace: str = "memkit",
-             records: str | Path | None = None) -> "FactStore":
+             records: str | Path | None = None, log: str | None = None) -> "FactStore":
         """A ``chroma run`` server (Chroma ``HttpClient``); ``StoreUnavailable`` if it does not answer.
 
-        ``records`` is the SQLite file of the event log, the episodes and the lexical index
-        (docs/architecture.md §2). By default ``~/.memkit/records-<host>-<port>-<namespace>.sqlite3``, so every
-        process of this machine that talks to the same server shares it; processes on other machines need
-        a shared path (or, later, a shared database).
+        ``records`` is the SQLite file of the episodes and the lexical index, and of the event log and
+        profile unless ``log`` names a PostgreSQL database (docs/architecture.md §2). By default
+        ``~/.memkit/records-<host>-<port>-<namespace>.sqlite3``, so every process of this machine that talks to
+        the same server shares it. App processes on several machines share one log, profile and per-user
+        lock through ``log="postgresql://..."`` (``pip install 'memkit[postgres]'``).
         """
         with _translated(f"Chroma server at {host}:{port}"):
             client = chromadb.HttpClient(host=host, port=port)
@@ -127,7 +128,8 @@ class FactStore:
             folder = Path.home() / ".memkit"
             folder.mkdir(parents=True, exist_ok=True)
             records = folder / f"records-{re.sub(r'[^A-Za-z0-9._-]', '_', host)}-{port}-{namespace}.sqlite3"
-        return cls(client, embedder, namespace, backend="http", records=Records(records))
+        return cls(client, embedder, namespace, backend="http", records=Records(records),
+                   log=EventLog.postgres(log, namespace) if log else None)
 
     # ---- collections -------------------------------------------------------------------------
     def collection_name(self, user_id: str) -> str:
@@ -192,6 +194,7 @@ class FactStore:
             col.upsert(ids=[f.id for f in facts], documents=[f.text for f in facts],
                        embeddings=[list(map(float, v)) for v in vectors], metadatas=[_meta(f) for f in facts])
         self.records.index_facts(self.owner(user_id), [(f.id, f.text) for f in facts])
+        self.log.put_profile(self.owner(user_id), facts)
 
     def get(self, user_id: str, ids: Sequence[str] | None = None, where: dict[str, Any] | None = None,
             include_superseded: bool = False) -> list[Fact]:
@@ -218,6 +221,15 @@ class FactStore:
             with _translated(self.backend):
                 col.delete(ids=list(ids))
             self.records.unindex_facts(self.owner(user_id), list(ids))
+            self.log.drop_profile(self.owner(user_id), list(ids))
+
+    def profile(self, user_id: str, limit: int | None = None, ids: Sequence[str] | None = None,
+                keys: Sequence[str] | None = None) -> list[Fact]:
+        """The user's current facts as the maintained profile holds them (no Chroma read): the ``limit`` most
+        important, or those with the given ids or keys (docs/architecture.md §2)."""
+        if self._closed:
+            raise StoreClosed("this FactStore was closed; open a new one")
+        return self.log.profile(self.owner(user_id), validate.user_id(user_id), limit, ids, keys)
 
     def count(self, user_id: str, include_superseded: bool = False) -> int:
         return len(self.get(user_id, include_superseded=include_superseded))
@@ -329,13 +341,13 @@ class FactStore:
         self._check_events(user_id, events)
         seqs = self.log.append(self.owner(user_id), events)
         self._effect(user_id, events)
-        self.log.mark_applied(seqs)
+        self.log.mark_applied(self.owner(user_id), seqs)
 
     def record(self, user_id: str, events: Sequence[Event]) -> None:
         """Append events that change nothing in the index (NOOP, ERROR, copied history) to the log."""
         self._check_events(user_id, events)
         seqs = self.log.append(self.owner(user_id), events)
-        self.log.mark_applied(seqs)
+        self.log.mark_applied(self.owner(user_id), seqs)
 
     def replay(self) -> list[Event]:
         """Apply logged events whose change never reached the index (a crash, an outage), in sequence order,
@@ -348,7 +360,7 @@ class FactStore:
                 if self.log.applied(seq):
                     continue
                 self._effect(e.user_id, [e])
-                self.log.mark_applied([seq])
+                self.log.mark_applied(self.owner(e.user_id), [seq])
             done.append(e)
         return done
 
@@ -379,7 +391,7 @@ class FactStore:
         owner = self.owner(user_id)
         with self._locks_guard:
             lock = self._locks.setdefault(owner, threading.Lock())
-        with lock, self.records.owner_lock(owner):
+        with lock, self.log.owner_lock(owner):
             yield
 
     def as_of(self, user_id: str, t: float) -> list[Fact]:
@@ -417,6 +429,7 @@ class FactStore:
         self._closed = True
         self._collections.clear()
         self.records.close()
+        self.log.close()
         closer = getattr(self.client, "close", None)
         if callable(closer) and self.backend == "persistent":
             closer()

@@ -1,88 +1,251 @@
-"""The event log: append-only, a monotonic sequence number per event, written ahead of the change to the fact
-index and marked applied after it (docs/architecture.md §2).
+"""The event log and the profile it maintains (docs/architecture.md §2).
 
-It lives in the same SQLite database as the episodes and the lexical index. ``FactStore.apply`` appends
-the planned events (one transaction), changes Chroma, then marks them applied; ``FactStore.replay`` applies
-what was logged but never marked, in sequence order and with the original times, without planning again.
-History is read from here, in the order events were acknowledged.
+Append-only, a monotonic sequence number per event, written ahead of the change to the fact index and
+marked applied after it. ``FactStore.apply`` appends the planned events (one transaction), changes Chroma,
+then marks them applied; ``FactStore.replay`` applies what was logged but never marked, in sequence order
+and with the original times, without planning again. History is read from here.
+
+Beside the events lives the **profile**: one row per current fact of each user, kept in step with the fact
+index by every change to it (``FactStore.upsert`` and ``delete``, which applying and replaying events call),
+so it is the fold of the user's applied events. The read path takes facts from it by importance, by id or
+by key, instead of reading every fact of the user from Chroma on every query.
+
+Two databases hold the same tables: SQLite (the default: the store's records file, so one machine's
+processes share it) and PostgreSQL through psycopg (``EventLog.postgres(url)``: every app process of a
+``chroma run`` deployment, on any machine, shares one log, one profile and one per-user lock).
 """
 
 from __future__ import annotations
 
 import json
-from typing import Sequence
+import threading
+from contextlib import contextmanager
+from typing import Any, Iterator, Sequence
 
-from .errors import IsolationError
+from .errors import ConfigError, IsolationError, StoreClosed, StoreUnavailable
 from .records import Records
-from .types import Event, EventKind
+from .types import Event, EventKind, Fact
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
-  seq INTEGER PRIMARY KEY AUTOINCREMENT, owner TEXT NOT NULL, id TEXT NOT NULL UNIQUE, user_id TEXT NOT NULL,
-  fact_id TEXT, kind TEXT NOT NULL, time REAL NOT NULL, body TEXT NOT NULL, applied INTEGER NOT NULL DEFAULT 0);
+  seq {serial} PRIMARY KEY, owner TEXT NOT NULL, id TEXT NOT NULL UNIQUE, user_id TEXT NOT NULL,
+  fact_id TEXT, kind TEXT NOT NULL, time DOUBLE PRECISION NOT NULL, body TEXT NOT NULL,
+  applied INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS events_owner ON events(owner, seq);
 CREATE INDEX IF NOT EXISTS events_unapplied ON events(applied, seq);
+CREATE TABLE IF NOT EXISTS profile (
+  owner TEXT NOT NULL, fact_id TEXT NOT NULL, key TEXT, importance DOUBLE PRECISION NOT NULL,
+  valid_from DOUBLE PRECISION NOT NULL, body TEXT NOT NULL, PRIMARY KEY (owner, fact_id));
+CREATE INDEX IF NOT EXISTS profile_rank ON profile(owner, importance DESC, valid_from DESC);
+CREATE INDEX IF NOT EXISTS profile_key ON profile(owner, key);
 """
 # Events that change the fact index; the others (NOOP, ERROR) are history only and born applied.
 EFFECTS = frozenset({EventKind.ADD, EventKind.UPDATE, EventKind.DELETE, EventKind.INVALIDATE})
+DDL_LOCK = 0x6D656D6B6974  # "memkit": the advisory lock held while creating PostgreSQL tables
+UPSERT = ("INSERT INTO profile (owner, fact_id, key, importance, valid_from, body) VALUES (?, ?, ?, ?, ?, ?) "
+          "ON CONFLICT (owner, fact_id) DO UPDATE SET key = excluded.key, importance = excluded.importance, "
+          "valid_from = excluded.valid_from, body = excluded.body")
 
 
 class EventLog:
-    """Append-only events of every user, in one table of the store's SQLite records."""
+    """Append-only events of every user and the profile of current facts they fold into."""
 
-    def __init__(self, records: Records) -> None:
-        self.records = records
-        with records._lock:
-            records._db.executescript(SCHEMA)
+    def __init__(self, db: Any, guard: Any, begin: str, param: str, lock: Any, check: Any, closer: Any = None) -> None:
+        self._db, self._guard, self._begin, self._param = db, guard, begin, param
+        self.owner_lock, self._check, self._closer = lock, check, closer
+        with guard:
+            self._script(SCHEMA.format(serial="INTEGER" if param == "?" else "BIGSERIAL"))
+            if not self._db.execute("SELECT 1 FROM profile LIMIT 1").fetchall():
+                self._backfill()
 
-    def append(self, owner: str, events: Sequence[Event]) -> list[int]:
-        """Log ``events`` in one transaction; returns their sequence numbers (increasing)."""
-        db = self.records._db
-        with self.records._lock:
-            self.records._check()
-            db.execute("BEGIN IMMEDIATE")
+    @classmethod
+    def sqlite(cls, records: Records) -> "EventLog":
+        """The log in the store's SQLite records file (WAL), locked per user with the records' file lock."""
+        return cls(records._db, records._lock, "BEGIN IMMEDIATE", "?", records.owner_lock, records._check)
+
+    @classmethod
+    def postgres(cls, url: str, namespace: str = "memkit") -> "EventLog":
+        """The log in a PostgreSQL database shared by every app process (needs ``pip install memkit[postgres]``).
+
+        Each store namespace gets its own schema. The per-user lock is a PostgreSQL advisory lock, so it
+        holds across machines.
+        """
+        try:
+            import psycopg
+            from psycopg import sql
+        except ImportError:
+            raise ConfigError("a PostgreSQL event log needs psycopg: pip install 'memkit[postgres]'") from None
+        try:
+            conn = psycopg.connect(url, autocommit=True)
+            schema = sql.Identifier(f"memkit_{namespace}")
+            with conn.transaction():  # one process at a time creates what is missing (IF NOT EXISTS can race)
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (DDL_LOCK,))
+                conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(schema))
+                conn.execute(sql.SQL("SET search_path TO {}").format(schema))
+                for stmt in filter(str.strip, SCHEMA.format(serial="BIGSERIAL").split(";")):
+                    conn.execute(stmt)
+        except psycopg.OperationalError as e:
+            raise StoreUnavailable(f"the event log database is unreachable: {e}".strip()) from e
+        state = {"closed": False}
+
+        def check() -> None:
+            if state["closed"]:
+                raise StoreClosed("this event log was closed; open a new store")
+
+        def close() -> None:
+            state["closed"] = True
+            conn.close()
+
+        return cls(_Postgres(conn), threading.RLock(), "BEGIN", "%s", _advisory_lock(url, namespace), check, close)
+
+    # ---- plumbing ----------------------------------------------------------------------------
+    def _sql(self, sql: str) -> str:
+        return sql if self._param == "?" else sql.replace("?", "%s")
+
+    def _script(self, script: str) -> None:
+        for stmt in filter(str.strip, script.split(";")):
+            self._db.execute(stmt)
+
+    def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[tuple]:
+        with self._guard:
+            self._check()
+            return self._db.execute(self._sql(sql), tuple(args)).fetchall()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Any]:
+        with self._guard:
+            self._check()
+            self._db.execute(self._begin)
             try:
-                seqs = [db.execute(
-                    "INSERT INTO events (owner, id, user_id, fact_id, kind, time, body, applied) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (owner, e.id, e.user_id, e.fact_id, e.kind.value, e.time, json.dumps(e.to_dict(), ensure_ascii=False),
-                     0 if e.kind in EFFECTS else 1)).lastrowid for e in events]
-                db.execute("COMMIT")
+                yield lambda sql, args=(): self._db.execute(self._sql(sql), tuple(args))
+                self._db.execute("COMMIT")
             except BaseException:
-                db.execute("ROLLBACK")
+                self._db.execute("ROLLBACK")
                 raise
+
+    def _backfill(self) -> None:
+        """Fold the applied events into the profile: a log written before the profile existed."""
+        rows = self._db.execute(self._sql("SELECT owner, body FROM events WHERE applied = 1 AND kind IN "
+                                          "('ADD', 'UPDATE', 'DELETE', 'INVALIDATE') ORDER BY seq")).fetchall()
+        for owner, body in rows:
+            e = Event.from_dict(json.loads(body))
+            if e.kind in (EventKind.ADD, EventKind.UPDATE) and e.after is not None:
+                self.put_profile(owner, [e.after])
+            elif e.fact_id:
+                self.drop_profile(owner, [e.fact_id])
+
+    # ---- events ------------------------------------------------------------------------------
+    def append(self, owner: str, events: Sequence[Event]) -> list[int]:
+        """Log ``events`` in one transaction; returns their sequence numbers (increasing). Events that change
+        nothing in the index are born applied."""
+        with self._transaction() as run:
+            seqs = [run("INSERT INTO events (owner, id, user_id, fact_id, kind, time, body, applied) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
+                        (owner, e.id, e.user_id, e.fact_id, e.kind.value, e.time,
+                         json.dumps(e.to_dict(), ensure_ascii=False),
+                         0 if e.kind in EFFECTS else 1)).fetchone()[0] for e in events]
         return [int(s) for s in seqs]
 
-    def mark_applied(self, seqs: Sequence[int]) -> None:
-        with self.records._lock:
-            self.records._check()
-            self.records._db.executemany("UPDATE events SET applied = 1 WHERE seq = ?", [(s,) for s in seqs])
+    def mark_applied(self, owner: str, seqs: Sequence[int]) -> None:
+        with self._transaction() as run:
+            for seq in seqs:
+                run("UPDATE events SET applied = 1 WHERE owner = ? AND seq = ?", (owner, seq))
 
     def events(self, owner: str, user_id: str, fact_id: str | None = None) -> list[Event]:
         """The user's events in sequence order (the order they were acknowledged), optionally for one fact."""
         sql = "SELECT body FROM events WHERE owner = ?" + (" AND fact_id = ?" if fact_id else "") + " ORDER BY seq"
-        with self.records._lock:
-            self.records._check()
-            rows = self.records._db.execute(sql, (owner, fact_id) if fact_id else (owner,)).fetchall()
-        out = [Event.from_dict(json.loads(r[0])) for r in rows]
+        out = [Event.from_dict(json.loads(b)) for (b,) in self._rows(sql, (owner, fact_id) if fact_id else (owner,))]
         for e in out:
             if e.user_id != user_id:
                 raise IsolationError(f"event {e.id} of {e.user_id!r} logged under {user_id!r}")
         return out
 
     def applied(self, seq: int) -> bool:
-        with self.records._lock:
-            self.records._check()
-            row = self.records._db.execute("SELECT applied FROM events WHERE seq = ?", (seq,)).fetchone()
-        return row is None or bool(row[0])
+        rows = self._rows("SELECT applied FROM events WHERE seq = ?", (seq,))
+        return not rows or bool(rows[0][0])
 
     def unapplied(self) -> list[tuple[int, Event]]:
         """Logged events whose change never reached the fact index, in sequence order."""
-        with self.records._lock:
-            self.records._check()
-            rows = self.records._db.execute("SELECT seq, body FROM events WHERE applied = 0 ORDER BY seq").fetchall()
+        rows = self._rows("SELECT seq, body FROM events WHERE applied = 0 ORDER BY seq")
         return [(int(s), Event.from_dict(json.loads(b))) for s, b in rows]
 
+    # ---- profile -----------------------------------------------------------------------------
+    def put_profile(self, owner: str, facts: Sequence[Fact]) -> None:
+        """Insert or replace current facts in the owner's profile (``FactStore.upsert`` calls this)."""
+        with self._transaction() as run:
+            for f in facts:
+                run(UPSERT, (owner, f.id, f.key, f.importance, f.valid_from, json.dumps(f.to_dict(), ensure_ascii=False)))
+
+    def drop_profile(self, owner: str, ids: Sequence[str]) -> None:
+        """Remove facts from the owner's profile (``FactStore.delete`` calls this)."""
+        with self._transaction() as run:
+            for i in ids:
+                run("DELETE FROM profile WHERE owner = ? AND fact_id = ?", (owner, i))
+
+    def profile(self, owner: str, user_id: str, limit: int | None = None, ids: Sequence[str] | None = None,
+                keys: Sequence[str] | None = None) -> list[Fact]:
+        """The user's current facts from the profile: the ``limit`` most important (newest first among equals),
+        or those with the given ids, or those with the given keys."""
+        sql, args = "SELECT body FROM profile WHERE owner = ?", [owner]
+        for column, values in (("fact_id", ids), ("key", keys)):
+            if values is not None:
+                if not values:
+                    return []
+                sql += f" AND {column} IN ({', '.join('?' * len(values))})"
+                args += list(values)
+        sql += " ORDER BY importance DESC, valid_from DESC, fact_id"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        facts = [Fact.from_dict(json.loads(b)) for (b,) in self._rows(sql, args)]
+        for f in facts:
+            if f.user_id != user_id:
+                raise IsolationError(f"profile row {f.id} of {f.user_id!r} found under {user_id!r}")
+        return facts
+
     def drop(self, owner: str) -> None:
-        with self.records._lock:
-            self.records._check()
-            self.records._db.execute("DELETE FROM events WHERE owner = ?", (owner,))
+        with self._transaction() as run:
+            run("DELETE FROM events WHERE owner = ?", (owner,))
+            run("DELETE FROM profile WHERE owner = ?", (owner,))
+
+    def close(self) -> None:
+        if self._closer is not None:
+            self._closer()
+
+
+class _Postgres:
+    """A psycopg connection that answers ``execute`` like sqlite3 (placeholders are translated by the log)."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, args: tuple = ()) -> Any:
+        import psycopg
+
+        try:
+            return self.conn.execute(sql, args or None)
+        except psycopg.OperationalError as e:
+            raise StoreUnavailable(f"the event log database is unreachable: {e}".strip()) from e
+
+
+def _advisory_lock(url: str, namespace: str) -> Any:
+    """A per-owner lock held as a PostgreSQL session advisory lock, on one connection per thread."""
+    import hashlib
+
+    import psycopg
+
+    local = threading.local()
+
+    @contextmanager
+    def lock(owner: str) -> Iterator[None]:
+        conn = getattr(local, "conn", None)
+        if conn is None or conn.closed:
+            conn = local.conn = psycopg.connect(url, autocommit=True)
+        # 60 bits of a hash of namespace and owner: fits PostgreSQL's signed bigint
+        key = int(hashlib.sha256(f"{namespace}/{owner}".encode()).hexdigest()[:15], 16)
+        conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+        try:
+            yield
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+
+    return lock

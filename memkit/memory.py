@@ -188,16 +188,17 @@ class Memory:
                    min_score: float | None = None) -> list[Hit]:
         k = k or self.k
         floor = self.min_score if min_score is None else min_score
-        at_read = getattr(self.policy, "resolves_at_read", True)
-        stored = self.store.get(user_id) if self.profile_tokens or at_read else None
-        recalled = recall_facts(self.store, user_id, query, vector, floor, self.recall_options, stored) \
-            if query.strip() else []
-        current = stored or []
-        if at_read:
-            current = self.policy.resolve(current)
-        # a policy that resolves conflicts at read time (append) shows the fact it resolves to in place of a
-        # recalled one of the same key; the others resolved them when writing, so what is stored is shown
-        shown_for_key = {f.key: f for f in current if f.key} if at_read else {}
+        recalled = recall_facts(self.store, user_id, query, vector, floor, self.recall_options) if query.strip() else []
+        # the profile block: the most important current facts, from the maintained profile (a bounded read)
+        top = self.store.profile(user_id, limit=self.profile_tokens // 5 + k) if self.profile_tokens else []
+        shown_for_key: dict[str, Fact] = {}
+        if getattr(self.policy, "resolves_at_read", True):
+            # a policy that resolves conflicts at read time (append) shows the fact each key resolves to, in
+            # place of a recalled or top one of that key; the others resolved them when writing
+            keys = sorted({f.key for f in [r.item for r in recalled] + top if f.key})
+            same_key = self.policy.resolve(self.store.profile(user_id, keys=keys))
+            shown_for_key = {f.key: f for f in same_key if f.key}
+            top = self.policy.resolve(top + [f for f in same_key if f.id not in {t.id for t in top}])
         hits: dict[str, Hit] = {}
         for r in recalled:
             f = shown_for_key.get(r.item.key, r.item) if r.item.key else r.item
@@ -206,7 +207,7 @@ class Memory:
         if not self.profile_tokens:
             return shown
         have = {h.fact.id for h in shown} | {h.fact.key for h in shown if h.fact.key}
-        rest = sorted((f for f in current if f.id not in have and f.key not in have),
+        rest = sorted((f for f in top if f.id not in have and f.key not in have),
                       key=lambda f: (-f.importance, -f.valid_from))
         nan = float("nan")
         return shown + [Hit(f, nan, nan, why="profile") for f in rest]

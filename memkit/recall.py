@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from .facts import FactStore
-from .types import Fact, Recalled
+from .types import Recalled
 
 CHANNELS = ("lexical", "dense")
 RRF_K = 10  # reciprocal rank fusion constant: 60 in Cormack et al. 2009; 10 measured on the dev split (README)
@@ -55,13 +55,11 @@ def fuse(rankings: dict[str, Sequence[str]], options: RecallOptions) -> list[tup
 
 
 def recall_facts(store: FactStore, user_id: str, query: str, vector: Sequence[float] | None, floor: float,
-                 options: RecallOptions = RecallOptions(), current: Sequence[Fact] | None = None) -> list[Recalled]:
+                 options: RecallOptions = RecallOptions()) -> list[Recalled]:
     """The user's current facts for ``query`` by fused rank; dense hits below ``floor`` do not count.
-
-    ``current``: the user's current facts when the caller has read them already (no second read).
-    """
-    fetch = (lambda ids: current) if current is not None else (lambda ids: store.get(user_id, ids=ids))
-    return _recall(store, user_id, "facts", query, vector, options, floor, fetch)
+    The facts are read by id from the maintained profile."""
+    return _recall(store, user_id, "facts", query, vector, options, floor,
+                   lambda ids: store.profile(user_id, ids=ids))
 
 
 def recall_episodes(store: FactStore, user_id: str, query: str, vector: Sequence[float] | None,

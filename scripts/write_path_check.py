@@ -1,10 +1,11 @@
 """The write path's targets, measured with real threads, real processes, a real `chroma run` and SIGKILL.
 
-    python scripts/write_path_check.py --writes 200 --kills 20 --out results/write-path
+    python scripts/write_path_check.py --writes 200 --kills 20 --postgres --out results/write-path
 
 1. 8 threads in one process, each writing ``--writes`` new values of one key (keyed policy): current facts
    left for that key (target 1).
 2. 4 processes against one `chroma run` server sharing one records file, ``--writes`` each: the same count.
+   With ``--postgres``, again with a records file per process (separate machines) and one PostgreSQL log.
 3. ``--kills`` rounds of a writer process killed with SIGKILL after a random number of acknowledged writes
    on one on-disk store: acknowledged facts missing afterwards, and whether history order equals
    acknowledgement order (targets 0 and yes).
@@ -45,7 +46,8 @@ WRITER = """
 import sys
 from memkit import FactStore, Memory
 from memkit.types import Candidate
-m = Memory(store=FactStore.http("127.0.0.1", int(sys.argv[1]), records=sys.argv[2]))
+log = sys.argv[5] if len(sys.argv) > 5 else None
+m = Memory(store=FactStore.http("127.0.0.1", int(sys.argv[1]), records=sys.argv[2], log=log))
 for j in range(int(sys.argv[4])):
     m.write("u", [Candidate(f"User lives in P{sys.argv[3]}x{j}.", key="user.city", value=f"P{sys.argv[3]}x{j}")])
 """
@@ -71,15 +73,17 @@ def threads(writes: int) -> dict:
             "lost": None, "history order = ack order": None}
 
 
-def processes(writes: int) -> dict:
+def processes(writes: int, log: str | None = None) -> dict:
+    """4 writer processes; with ``log`` (a PostgreSQL URL) each has its own records file, as on separate
+    machines, and they share only the Chroma server and the log."""
     folder = Path(tempfile.mkdtemp(prefix="memkit-wp-"))
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     chroma = Path(sys.executable).with_name("chroma")
-    with open(folder / "chroma.log", "w") as log:
+    with open(folder / "chroma.log", "w") as out:
         server = subprocess.Popen([str(chroma), "run", "--path", str(folder / "data"), "--host", "127.0.0.1",
-                                   "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
+                                   "--port", str(port)], stdout=out, stderr=subprocess.STDOUT)
     try:
         for _ in range(120):
             try:
@@ -89,18 +93,20 @@ def processes(writes: int) -> dict:
                 time.sleep(0.5)
         records = str(folder / "shared.sqlite3")
         start = time.perf_counter()
-        procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(port), records, str(i), str(writes)])
-                 for i in range(4)]
+        procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(port),
+                                   str(folder / f"machine{i}.sqlite3") if log else records, str(i), str(writes)]
+                                  + ([log] if log else [])) for i in range(4)]
         codes = [p.wait() for p in procs]
         seconds = time.perf_counter() - start
-        store = FactStore.http("127.0.0.1", port, records=records)
+        store = FactStore.http("127.0.0.1", port, records=records, log=log)
         n = len(store.get("u", where={"key": "user.city"}))
         events = len(store.history("u"))
         store.close()
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait()
-    return {"check": "4 processes, one server, one key", "writes": 4 * writes, "seconds": seconds,
+    check = "4 processes, own records, one server + PostgreSQL log" if log else "4 processes, one server + records"
+    return {"check": check + ", one key", "writes": 4 * writes, "seconds": seconds,
             "current facts for the key": n, "lost": 4 * writes - events if not any(codes) else "a writer failed",
             "history order = ack order": None}
 
@@ -136,9 +142,19 @@ def main() -> None:
     ap.add_argument("--writes", type=int, default=200)
     ap.add_argument("--kills", type=int, default=20)
     ap.add_argument("--out", default="results/write-path")
+    ap.add_argument("--postgres", action="store_true",
+                    help="also run the processes check with a PostgreSQL log (starts pgserver, from the test extra)")
     args = ap.parse_args()
-    rows = [threads(args.writes), processes(args.writes), kills(args.kills)]
+    rows = [threads(args.writes), processes(args.writes)]
+    if args.postgres:
+        import pgserver
+
+        pg = pgserver.get_server(tempfile.mkdtemp(prefix="memkit-pg-"), cleanup_mode="stop")
+        rows.append(processes(args.writes, pg.get_uri()))
+        pg.cleanup()
+    rows.append(kills(args.kills))
     table = pd.DataFrame(rows)
+    table["writes/s"] = table["writes"] / table["seconds"]
     print(table.round(1).to_string(index=False))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -74,7 +74,7 @@ def embedder():
     return MiniLMEmbedder()
 
 
-BACKENDS = ["ephemeral", "persistent", "http"]
+BACKENDS = ["ephemeral", "persistent", "http", "http+postgres"]
 
 
 def open_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest, embedder, namespace: str | None = None):
@@ -86,12 +86,13 @@ def open_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest, embedd
     if kind == "persistent":
         return FactStore.persistent(str(tmp_path / "chroma"), embedder, namespace=ns)
     server = request.getfixturevalue("chroma_server")
-    return FactStore.http("127.0.0.1", server.port, embedder, namespace=ns)
+    log = request.getfixturevalue("postgres_url") if kind == "http+postgres" else None
+    return FactStore.http("127.0.0.1", server.port, embedder, namespace=ns, log=log)
 
 
 @pytest.fixture(params=BACKENDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path, embedder):
-    """The same FactStore API over each real Chroma backend."""
+    """The same FactStore API over each real Chroma backend (and the server with a PostgreSQL event log)."""
     s = open_store(request.param, tmp_path, request, embedder)
     yield s
     if not s._closed:
@@ -102,3 +103,13 @@ def store(request: pytest.FixtureRequest, tmp_path: Path, embedder):
 def fake_llm():
     with FakeOpenAI() as fake:
         yield fake
+
+
+@pytest.fixture(scope="session")
+def postgres_url(tmp_path_factory: pytest.TempPathFactory):
+    """A real PostgreSQL server from the pgserver wheel, on a Unix socket in a temporary folder."""
+    import pgserver
+
+    server = pgserver.get_server(str(tmp_path_factory.mktemp("pg")), cleanup_mode="stop")
+    yield server.get_uri()
+    server.cleanup()

@@ -9,6 +9,7 @@ import textwrap
 import threading
 from pathlib import Path
 
+import chromadb
 import pytest
 
 from conftest import ChromaServer
@@ -16,6 +17,9 @@ from memkit import EventKind, FactStore, LLMExtractor, Memory, OpenAIChat
 from memkit.errors import (ConfigError, InvalidArgument, InvalidContent, IsolationError, MemkitError, MissingUserId,
                            ModelUnavailable, StoreLocked, StorePathError)
 from memkit.episodic import EpisodicBuffer
+from memkit.log import EventLog
+from memkit.records import Records
+from memkit.types import Fact
 from memkit.reconcile import plan
 from memkit.summarize import LLMSummarizer
 from memkit.types import Candidate
@@ -110,7 +114,8 @@ WRITER = textwrap.dedent("""
     import sys
     from memkit import FactStore, Memory
     from memkit.types import Candidate
-    m = Memory(store=FactStore.http("127.0.0.1", int(sys.argv[1]), namespace=sys.argv[4], records=sys.argv[2]))
+    log = sys.argv[5] if len(sys.argv) > 5 else None
+    m = Memory(store=FactStore.http("127.0.0.1", int(sys.argv[1]), namespace=sys.argv[4], records=sys.argv[2], log=log))
     for j in range(25):
         m.write("u", [Candidate(f"User lives in P{sys.argv[3]}x{j}.", key="user.city", value=f"P{sys.argv[3]}x{j}")])
 """)
@@ -264,3 +269,94 @@ def test_registry_builds_components_by_name_and_names_the_known_ones(embedder):
     s = registry.build("strategy", "rag:bm25", user_id="u", store=FactStore.ephemeral(embedder))
     assert s.name == "rag:bm25" and not s.keeps_facts
     assert FactStore.ephemeral().embedder is FactStore.ephemeral().embedder  # one MiniLM per process
+
+
+def _profile_matches_index(store, user_id="u"):
+    return sorted(f.id for f in store.profile(user_id)) == sorted(f.id for f in store.get(user_id))
+
+
+@pytest.mark.parametrize("policy", ["keyed", "temporal", "similarity", "append"])
+def test_the_maintained_profile_follows_every_change_and_a_restart(tmp_path, embedder, policy):
+    path = str(tmp_path / "store")
+    m = Memory(store=FactStore.persistent(path, embedder), policy=policy)
+    for t, text in enumerate(["I live in Rome.", "I prefer metric units.", "I use Go.", "I moved to Oslo.",
+                              "I switched from Go to Python.", "Actually I prefer imperial units."]):
+        m.observe("u", "s1", "user", text, time=float(t))
+    assert _profile_matches_index(m.store) and len(m.store.profile("u")) >= 3
+    city = m.store.profile("u", keys=["user.location"])
+    assert city and all(f.key == "user.location" for f in city)
+    assert any("Oslo" in f.text for f in city)
+    assert m.store.profile("u", limit=2) == m.store.profile("u")[:2]  # the most important first
+    m.store.close()
+    reopened = FactStore.persistent(path, embedder)
+    assert _profile_matches_index(reopened)
+    assert reopened.profile("someone-else") == []
+    reopened.close()
+
+
+def chromadb_client():
+    return chromadb.EphemeralClient()
+
+
+def test_a_log_written_before_the_profile_existed_is_folded_into_it(tmp_path, embedder):
+    records = tmp_path / "old.sqlite3"
+    m = Memory(store=FactStore(chromadb_client(), embedder, records=Records(records)))
+    for text in ["I live in Rome.", "I moved to Oslo.", "I use Go."]:
+        m.observe("u", "s", "user", text)
+    want = sorted((f.id, f.text) for f in m.store.profile("u"))
+    m.store.log._db.execute("DELETE FROM profile")  # what a records file of the previous version holds
+    again = EventLog.sqlite(Records(records))
+    assert sorted((f.id, f.text) for f in again.profile(m.store.owner("u"), "u")) == want
+
+
+def test_a_profile_read_refuses_a_row_of_another_user(embedder):
+    store = FactStore.ephemeral(embedder)
+    store.log.put_profile(store.owner("bob"), [Fact(id="x", user_id="alice", text="Alice lives in Rome.")])
+    with pytest.raises(IsolationError):
+        store.profile("bob")
+
+
+def test_a_postgres_log_replays_what_an_outage_left_unapplied(tmp_path, embedder, postgres_url):
+    server = ChromaServer(tmp_path / "srv").start()
+    try:
+        s1 = FactStore.http("127.0.0.1", server.port, embedder, records=tmp_path / "a.sqlite3", log=postgres_url,
+                            namespace="pgreplay")
+        events = plan("keyed", s1, "u", [Candidate("User lives in Oslo.", key="user.city", value="Oslo")], t=123.0)
+        server.stop()
+        with pytest.raises(MemkitError):
+            s1.apply("u", events)
+        server.start()
+        # another machine: its own records file, the same server and the same log
+        s2 = FactStore.http("127.0.0.1", server.port, embedder, records=tmp_path / "b.sqlite3", log=postgres_url,
+                            namespace="pgreplay")
+        assert [f.text for f in s2.get("u")] == ["User lives in Oslo."]
+        assert [f.text for f in s2.profile("u")] == ["User lives in Oslo."]
+        assert [(e.id, e.time) for e in s2.history("u")] == [(e.id, 123.0) for e in events]
+        s2.drop_user("u")
+    finally:
+        server.stop()
+
+
+@pytest.mark.server
+def test_machines_sharing_a_server_and_a_postgres_log_keep_one_fact_per_key(chroma_server, tmp_path, postgres_url):
+    ns = f"pg{os.getpid()}"
+    # every process has its own records file, as app processes on separate machines would
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(chroma_server.port),
+                               str(tmp_path / f"machine{i}.sqlite3"), str(i), ns, postgres_url], cwd=ROOT)
+             for i in range(4)]
+    assert all(p.wait(timeout=300) == 0 for p in procs)
+    store = FactStore.http("127.0.0.1", chroma_server.port, namespace=ns, records=tmp_path / "reader.sqlite3",
+                           log=postgres_url)
+    assert len(store.get("u", where={"key": "user.city"})) == 1
+    assert len(store.profile("u", keys=["user.city"])) == 1
+    seqs = [e.time for e in store.history("u")]
+    assert len(seqs) == 100
+    store.drop_user("u")
+
+
+def test_a_postgres_log_that_cannot_be_reached_is_named(tmp_path, chroma_server):
+    from memkit.errors import StoreUnavailable
+
+    with pytest.raises(StoreUnavailable, match="event log"):
+        FactStore.http("127.0.0.1", chroma_server.port, records=tmp_path / "r.sqlite3",
+                       log=f"postgresql://postgres@/postgres?host={tmp_path}/nowhere")
