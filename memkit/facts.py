@@ -16,6 +16,7 @@ import os
 import re
 import threading
 import uuid
+from collections import OrderedDict
 from pathlib import Path
 from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
@@ -33,6 +34,12 @@ from .records import Records
 from .types import Episode, Event, EventKind, Fact, Hit
 
 EMBED_BATCH = 32  # pending episodes of one user embedded together (docs/architecture.md §2)
+# Users whose indexes stay loaded in an embedded store (two HNSW indexes each: facts and episodes); the
+# least recently used are evicted beyond it. Measured: README, "Read path at scale".
+MAX_USERS = 256
+# cosine distance; and an index written to disk after every batch of 2 changes instead of Chroma's 1000, so a
+# small user's index is on disk when the LRU above evicts it (Chroma cannot reload an index it never wrote)
+HNSW = {"space": "cosine", "sync_threshold": 2, "batch_size": 2}
 
 SIMILARITY_WEIGHT, IMPORTANCE_WEIGHT = 0.7, 0.3
 # The floor applies to similarity. The seeds' 0.6 was set for large API embedders; with MiniLM a
@@ -66,7 +73,8 @@ class FactStore:
     """Facts per user in Chroma. Build with ``ephemeral()``, ``persistent(path)`` or ``http(host, port)``."""
 
     def __init__(self, client: Any, embedder: Any = None, namespace: str = "memkit", backend: str = "custom",
-                 records: Records | None = None, embed_batch: int = EMBED_BATCH, log: EventLog | None = None) -> None:
+                 records: Records | None = None, embed_batch: int = EMBED_BATCH, log: EventLog | None = None,
+                 max_users: int = MAX_USERS) -> None:
         self.client = client
         self.records = records or Records()
         self.log = log or EventLog.sqlite(self.records)
@@ -77,7 +85,9 @@ class FactStore:
         self.namespace = namespace
         self.backend = backend
         self.dimension = _embed.embedder_dimension(self.embedder)
-        self._collections: dict[str, Any] = {}
+        self.max_users = validate.positive_int("max_users", max_users)
+        self._collections: OrderedDict[str, Any] = OrderedDict()  # an LRU of collection handles
+        self._collections_guard = threading.Lock()
         self._closed = False
         if backend in ("persistent", "http"):
             try:
@@ -92,12 +102,16 @@ class FactStore:
         return cls(chromadb.EphemeralClient(), embedder, namespace=f"mk{uuid.uuid4().hex[:8]}", backend="ephemeral")
 
     @classmethod
-    def persistent(cls, path: str, embedder: Any = None, namespace: str = "memkit") -> "FactStore":
+    def persistent(cls, path: str, embedder: Any = None, namespace: str = "memkit",
+                   max_users: int = MAX_USERS) -> "FactStore":
         """On disk at ``path`` (Chroma ``PersistentClient``), for one process.
 
         Chroma's embedded store is not safe across processes, so the folder is locked for this process:
         another process that opens it gets ``StoreLocked`` (several processes: ``chroma run`` and ``http``).
+        At most ``max_users`` users' indexes stay loaded (least recently used evicted), which bounds memory;
+        a user read after eviction loads again from disk. It applies to the first client of a folder in a process.
         """
+        validate.positive_int("max_users", max_users)
         folder = Path(path)
         if folder.exists() and not folder.is_dir():
             raise StorePathError(f"{folder} is a file; FactStore.persistent needs a folder (it is created if missing)")
@@ -107,9 +121,10 @@ class FactStore:
         except PermissionError as e:
             raise StorePathError(f"cannot write to {folder} ({e.strerror}); choose a folder you can write to") from None
         _raise_open_file_limit()
-        with _translated("persistent"):
+        with _translated("persistent"), _hnsw_cache(2 * max_users):  # two indexes per user: facts, episodes
             client = chromadb.PersistentClient(path=str(path))
-        return cls(client, embedder, namespace, backend="persistent", records=Records(Path(path) / f"{namespace}.sqlite3"))
+        return cls(client, embedder, namespace, backend="persistent", records=Records(Path(path) / f"{namespace}.sqlite3"),
+                   max_users=max_users)
 
     @classmethod
     def http(cls, host: str = "localhost", port: int = 8000, embedder: Any = None, namespace: str = "memkit",
@@ -148,8 +163,10 @@ class FactStore:
             raise StoreClosed("this FactStore was closed; open a new one")
         user_id = validate.user_id(user_id)
         name = self._name(user_id, part)
-        if name in self._collections:
-            return self._collections[name]
+        with self._collections_guard:
+            if name in self._collections:
+                self._collections.move_to_end(name)
+                return self._collections[name]
         with _translated(self.backend):
             try:
                 col = self.client.get_collection(name) if part in ("facts", "episodes") else \
@@ -159,7 +176,7 @@ class FactStore:
                     return None
                 if part in ("facts", "episodes"):
                     col = self.client.get_or_create_collection(
-                        name, embedding_function=self.embedder, configuration={"hnsw": {"space": "cosine"}},
+                        name, embedding_function=self.embedder, configuration={"hnsw": HNSW},
                         metadata={"user_id": user_id, "dimension": self.dimension, "embedder": self._embedder_id()})
                 else:
                     col = self.client.get_or_create_collection(name, embedding_function=None,
@@ -174,8 +191,23 @@ class FactStore:
                 "Embeddings of different models cannot share a collection. To migrate, open a store with the old "
                 "embedder and one with the new embedder under another namespace (FactStore(..., namespace='v2')) "
                 "and call old.copy_user(user_id, new), which re-embeds every fact and its history.")
-        self._collections[name] = col
+        with self._collections_guard:
+            self._collections[name] = col
+            while len(self._collections) > 3 * self.max_users:  # facts, episodes, history per user
+                self._collections.popitem(last=False)
         return col
+
+    def warm(self, user_id: str) -> None:
+        """Load the user's indexes now (``Memory.session`` calls this in the background): embed what is
+        pending, and touch each collection with a one-result query, which makes Chroma load it from disk."""
+        self.embed_pending(user_id)
+        self.profile(user_id, limit=32)  # the profile rows a first read takes, into SQLite's page cache
+        probe = [1.0] + [0.0] * (self.dimension - 1)
+        for part in ("facts", "episodes"):
+            col = self._open(user_id, part, create=False)
+            if col is not None:
+                with _translated(self.backend):
+                    col.query(query_embeddings=[probe], n_results=1, include=[])
 
     def _embedder_id(self) -> str:
         return f"{self.embedder.name()}:{getattr(self.embedder, 'model_id', '')}"
@@ -321,13 +353,10 @@ class FactStore:
         if col is None or k <= 0:
             return []
         with _translated(self.backend):
-            res = col.query(query_embeddings=[list(vector)], n_results=k, include=["metadatas", "distances"])
-        out = []
-        for i, m, dist in zip(res["ids"][0], res["metadatas"][0], res["distances"][0]):
-            if m.get("user_id") != user_id:
-                raise IsolationError(f"row {i} of {m.get('user_id')!r} found in {user_id!r}'s collection")
-            out.append((i, 1.0 - float(dist)))
-        return out
+            # ids and distances only (metadata would triple the cost): the rows are read afterwards from the
+            # profile or the episode records, which check their owner
+            res = col.query(query_embeddings=[list(vector)], n_results=k, include=["distances"])
+        return [(i, 1.0 - float(dist)) for i, dist in zip(res["ids"][0], res["distances"][0])]
 
     def lexical(self, user_id: str, part: str, query: str, k: int) -> list[tuple[str, float]]:
         """``(id, bm25)`` of the user's ``facts`` or ``episodes`` that share words with ``query``, best first."""
@@ -464,10 +493,34 @@ def episode_text(e: Episode) -> str:
     return f"{e.speaker}: {e.content}"
 
 
+@contextmanager
+def _hnsw_cache(indexes: int) -> Iterator[None]:
+    """Embedded Chroma keeps an LRU of (open-file soft limit // 5) loaded HNSW indexes, sized once when the
+    client is made: 204 with the common 1024. Make the client with the limit at ``5 * indexes`` (or just above
+    the files already open, if more), which sizes that LRU, then raise the limit again for the files the
+    loaded indexes hold."""
+    try:
+        import resource
+    except ImportError:  # Windows: Chroma sizes its cache from _getmaxstdio; keep its default
+        yield
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        in_use = len(os.listdir("/proc/self/fd"))
+    except OSError:
+        in_use = 256
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(max(5 * indexes + 5, in_use + 64), soft), hard))
+    except (ValueError, OSError):
+        pass
+    try:
+        yield
+    finally:
+        _raise_open_file_limit()
+
+
 def _raise_open_file_limit() -> None:
-    """Embedded Chroma keeps (open-file soft limit // 5) HNSW indexes loaded: 204 with the common 1024.
-    With one collection per user, more active users than that would reload indexes from disk on every
-    search (measured: 5.8 ms instead of 1.7 ms). Raise the soft limit to the hard one, as far as allowed."""
+    """Each loaded index keeps its files open: raise the soft open-file limit to the hard one, as far as allowed."""
     try:
         import resource
 
@@ -475,7 +528,7 @@ def _raise_open_file_limit() -> None:
         target = hard if hard != resource.RLIM_INFINITY else 1 << 20
         if soft < target:
             resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-    except (ImportError, ValueError, OSError):  # Windows, or a sandbox that refuses: keep Chroma's default
+    except (ImportError, ValueError, OSError):  # Windows, or a sandbox that refuses: keep the default
         pass
 
 

@@ -6,14 +6,14 @@ of the calls and the token budget of the assembled context.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 from . import assemble, reconcile, tokens, validate
 from .config import Settings
 from .episodic import EpisodicBuffer, SessionStore
-from .errors import ConfigError, ExtractionError, IsolationError, ModelUnavailable, StoreUnavailable
+from .errors import ExtractionError, IsolationError, ModelUnavailable, StoreUnavailable
 from .extract import Extractor, LLMExtractor
 from .facts import DEFAULT_FLOOR, FactStore
 from .recall import RecallOptions, recall_episodes, recall_facts
@@ -59,6 +59,7 @@ class Memory:
         self.pending: list[tuple[str, list[Candidate], float | None]] = []  # planned later: the store was down
         self.pending_turns: list[tuple[str, Turn, str | None]] = []  # extracted later: the model was down
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memkit")
+        self._warming: dict[str, Future] = {}  # user_id -> the background load started when a session opened
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None, store: FactStore | None = None, **kwargs: Any) -> "Memory":
@@ -84,6 +85,9 @@ class Memory:
                                  self.summarizer, self.sessions_store)
         if buf.user_id != user_id:
             raise IsolationError(f"session {session_id!r} belongs to another user")
+        if session_id not in self.sessions:  # a session opens: load the user's indexes in the background
+            self._warming = {u: f for u, f in self._warming.items() if not f.done()}
+            self._warming[user_id] = self._pool.submit(self.store.warm, user_id)
         self.sessions[session_id] = buf
         return buf
 
@@ -233,6 +237,9 @@ class Memory:
         budget = validate.positive_int("budget", budget)
         query = validate.query(query)
         buf = self.session(user_id, session_id)
+        warming = self._warming.get(user_id)
+        notes = ("cold read: the user's indexes were still loading (the session opened moments ago)",) \
+            if warming is not None and not warming.done() else ()
         recall_future = self._pool.submit(self._recall, user_id, query, budget)
         docs_future = self._pool.submit(self.retriever, query) if self.retriever else None
         summary, window = buf.summary, list(buf.window)  # the episodic read, while the searches run
@@ -284,7 +291,7 @@ class Memory:
         messages += [{"role": t.role, "content": t.content} for t in chosen]
         return Context(tuple(messages), tuple(parts), budget,
                        tuple(t.id for t in chosen) + summary.turn_ids + tuple(i["turn_id"] for i in eps.items),
-                       tuple(i["id"] for i in facts.items))
+                       tuple(i["id"] for i in facts.items), notes)
 
     def profile(self, user_id: str) -> str:
         """The user's current facts as a compact block."""
@@ -292,5 +299,5 @@ class Memory:
         return "User profile:\n" + "\n".join(f"- {f.text}" for f in facts) if facts else "User profile: (empty)"
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False)
+        self._pool.shutdown(wait=True, cancel_futures=True)
         self.store.close()

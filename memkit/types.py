@@ -195,6 +195,7 @@ class Context:
     budget: int
     turn_ids: tuple[str, ...] = ()
     fact_ids: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # what the reader should know about how this read went (a cold read, ...)
 
     @property
     def tokens(self) -> int:

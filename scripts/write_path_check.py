@@ -18,23 +18,23 @@ import argparse
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 import pandas as pd
 
 from memkit import FactStore, Memory
+from memkit.eval.scale import ChromaServer
 from memkit.types import Candidate, EventKind
 
 CHILD = """
 import sys
 from memkit import FactStore, Memory
+from memkit.eval.scale import ChromaServer
 from memkit.types import Candidate
 m = Memory(store=FactStore.persistent(sys.argv[1]))
 start = int(sys.argv[2])
@@ -45,6 +45,7 @@ for i in range(start, start + 100000):
 WRITER = """
 import sys
 from memkit import FactStore, Memory
+from memkit.eval.scale import ChromaServer
 from memkit.types import Candidate
 log = sys.argv[5] if len(sys.argv) > 5 else None
 m = Memory(store=FactStore.http("127.0.0.1", int(sys.argv[1]), records=sys.argv[2], log=log))
@@ -77,20 +78,9 @@ def processes(writes: int, log: str | None = None) -> dict:
     """4 writer processes; with ``log`` (a PostgreSQL URL) each has its own records file, as on separate
     machines, and they share only the Chroma server and the log."""
     folder = Path(tempfile.mkdtemp(prefix="memkit-wp-"))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    chroma = Path(sys.executable).with_name("chroma")
-    with open(folder / "chroma.log", "w") as out:
-        server = subprocess.Popen([str(chroma), "run", "--path", str(folder / "data"), "--host", "127.0.0.1",
-                                   "--port", str(port)], stdout=out, stderr=subprocess.STDOUT)
+    server = ChromaServer()
+    port = server.port
     try:
-        for _ in range(120):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.5)
         records = str(folder / "shared.sqlite3")
         start = time.perf_counter()
         procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(port),
@@ -103,8 +93,7 @@ def processes(writes: int, log: str | None = None) -> dict:
         events = len(store.history("u"))
         store.close()
     finally:
-        server.send_signal(signal.SIGTERM)
-        server.wait()
+        server.stop()
     check = "4 processes, own records, one server + PostgreSQL log" if log else "4 processes, one server + records"
     return {"check": check + ", one key", "writes": 4 * writes, "seconds": seconds,
             "current facts for the key": n, "lost": 4 * writes - events if not any(codes) else "a writer failed",

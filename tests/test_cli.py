@@ -33,7 +33,7 @@ def test_cli_edges_are_one_line_named_errors(tmp_path):
         (("bench", "--data", "data/chats.jsonl", "--limit", "1", "--out", str(blocker / "out")), "cannot write"),
         (("bench", "--data", "data/chats.jsonl", "--strategy", "two-layer:llm", "--out", str(tmp_path / "o")),
          "MEMKIT_LLM_MODEL"),
-        (("bench-scale", "--facts", "abc", "--out", str(tmp_path / "o")), "--facts"),
+        (("bench-scale", "--size", "abc", "--out", str(tmp_path / "o")), "--size"),
         (("sweep", nb, "-p", "=3", "--out", str(tmp_path / "o")), "NAME=V1"),
         (("sweep", nb, "-p", "budget=abc", "--out", str(tmp_path / "o")), "default is 1200"),
         (("sweep", nb, "-p", "budget=[1,", "--out", str(tmp_path / "o")), "JSON list"),

@@ -131,22 +131,26 @@ def test_bench_runs_on_converted_public_formats(tmp_path):
         assert len(results) == 2 * sum(len(c.probes) for c in load(DATA / f))
 
 
-def test_bench_scale_small(tmp_path):
+def test_bench_scale_times_the_paths_users_call(tmp_path):
     from memkit.eval.scale import measure
 
-    row = measure(200, users=10, queries=20, path=str(tmp_path / "facts"))
-    assert row["items"] == 200 and row["facts_per_user"] == 20 and row["episodes_per_user"] == 0
-    assert row["write_items_per_s"] > 0 and row["read_p95_ms"] >= row["read_p50_ms"] > 0
-    assert row["read_overhead_p50"] > 0
-    assert "context_p50_ms" not in row
+    row = measure(6, 20, queries=12, path=str(tmp_path / "both"), max_users=4)
+    assert (row["users"], row["items_per_user"], row["items"]) == (6, 20, 120)
+    for name in ("context", "bare_read", "cold_context", "opened_100ms", "observe", "bare_write"):
+        assert row[f"{name}_p95_ms"] >= row[f"{name}_p50_ms"] > 0, name
+    assert row["memory_search_p50_ms"] > 0 and row["store_search_p50_ms"] > 0
+    assert row["peak_rss_mb"] > 0 and row["disk_mb"] > 0
+    assert 0 <= row["opened_still_loading"] <= 6
 
 
-def test_bench_scale_with_episodes_times_the_read_path(tmp_path):
-    from memkit.eval.scale import measure
+def test_pooled_embedder_embeds_each_distinct_sentence_once_and_queries_for_real():
+    from memkit.embed import shared_embedder
+    from memkit.eval.scale import PooledEmbedder
 
-    row = measure(200, users=10, queries=20, path=str(tmp_path / "both"), episode_share=0.5)
-    assert row["facts_per_user"] == 10 and row["episodes_per_user"] == 10
-    assert row["context_p95_ms"] >= row["context_p50_ms"] > 0 and row["cold_context_p50_ms"] > 0
+    e = PooledEmbedder()
+    a, b, q = e(["User uses vim #1", "User uses vim #2", "User uses vim?"])
+    assert list(e.memo) == ["User uses vim"] and (a == b).all()
+    assert (q == shared_embedder()(["User uses vim?"])[0]).all()
 
 
 def test_judged_answer_column_through_a_fake_endpoint(fake_llm):

@@ -15,7 +15,7 @@ import pytest
 from conftest import ChromaServer
 from memkit import EventKind, FactStore, LLMExtractor, Memory, OpenAIChat
 from memkit.errors import (ConfigError, InvalidArgument, InvalidContent, IsolationError, MemkitError, MissingUserId,
-                           ModelUnavailable, StoreLocked, StorePathError)
+                           ModelUnavailable, StorePathError)
 from memkit.episodic import EpisodicBuffer
 from memkit.log import EventLog
 from memkit.records import Records

@@ -8,10 +8,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..facts import MAX_USERS
 from ..strategies import STRATEGIES
 from ..validate import out_dir
 from .data import FORMATS
 from .runner import DEFAULT_STRATEGIES
+from .scale import DEFAULT_SIZES
 
 SHOWN = ["strategy", "evidence_recall", "answer_in_context", "judged_correct", "context_tokens", "tokens_per_turn", "stale",
          "op_accuracy", "duplicate_rate", "read_p50_ms", "read_p95_ms", "write_p50_ms", "write_p95_ms", "turns_per_s"]
@@ -82,21 +84,23 @@ def _budgets(text: str) -> list[int]:
 
 
 def cmd_bench_scale(args: argparse.Namespace) -> int:
-    from .scale import run
+    from .scale import parse_size, run
 
     from ..errors import ConfigError
 
+    sizes = args.size or list(DEFAULT_SIZES)
     try:
-        sizes = [int(x) for x in args.facts.split(",")]
+        parsed = [parse_size(x) for x in sizes]
     except ValueError:
-        raise ConfigError(f"--facts takes positive integers separated by commas, got {args.facts!r}") from None
-    if min(sizes) <= 0 or args.users <= 0 or args.queries <= 0 or not 0.0 <= args.episodes < 1.0:
-        raise ConfigError("--facts, --users and --queries must be positive and --episodes in [0, 1)")
+        raise ConfigError(f"--size takes USERSxITEMS (for example 1000x100), got {sizes!r}") from None
+    backends = args.backend or ["persistent"]
+    if min(min(p) for p in parsed) <= 0 or args.queries <= 0 or args.max_users <= 0 or not 0.0 <= args.episodes < 1.0:
+        raise ConfigError("--size, --queries and --max-users must be positive and --episodes in [0, 1)")
     out = out_dir(args.out)
-    table = run(sizes, args.users, args.queries, progress=True, episode_share=args.episodes)
+    table = run(sizes, backends, args.queries, args.episodes, args.max_users)
     table.to_csv(out / "scale.csv", index=False)
-    with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(table.round(2).to_string(index=False))
+    with pd.option_context("display.width", 250, "display.max_columns", 40):
+        print(table.round(2).T.to_string(header=False))
     print(f"\nwrote {out}/scale.csv")
     return 0
 
@@ -159,12 +163,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--no-turn-tokens", action="store_true", help="skip building a context at every turn (faster)")
     b.add_argument("--out", required=True, help="folder for results.csv, summary.csv, plot.html")
     b.set_defaults(func=cmd_bench)
-    s = sub.add_parser("bench-scale", help="write throughput and read latency as facts grow")
-    s.add_argument("--facts", default="1000,10000,100000", help="comma-separated sizes")
-    s.add_argument("--users", type=int, default=1000)
-    s.add_argument("--episodes", type=float, default=0.0,
-                   help="share of the items that are episodes (0.5: half facts, half past turns), which also "
-                        "times Memory.context")
+    s = sub.add_parser("bench-scale", help="the read and write paths users call, as users and items grow")
+    s.add_argument("--size", action="append", default=None,
+                   help=f"USERSxITEMS per user; repeat (default: {' '.join(DEFAULT_SIZES)})")
+    s.add_argument("--backend", action="append", choices=["persistent", "http"], default=None,
+                   help="repeat for both (default persistent; http starts a `chroma run` per size)")
+    s.add_argument("--episodes", type=float, default=0.5, help="share of each user's items that are past turns")
+    s.add_argument("--max-users", type=int, default=MAX_USERS, help="users whose indexes stay loaded (LRU cap)")
     s.add_argument("--queries", type=int, default=200)
     s.add_argument("--out", required=True)
     s.set_defaults(func=cmd_bench_scale)

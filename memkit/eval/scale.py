@@ -1,16 +1,33 @@
-"""Scale benchmark: write throughput and read latency of FactStore as facts grow, beside the bare embed + Chroma cost."""
+"""Scale benchmark of the paths users call: ``Memory.context`` (read) and ``Memory.observe`` (write), each
+beside the bare embed + Chroma call on the same data, interleaved in one run; ``Memory.search`` beside
+``FactStore.search``; warm, cold and just-opened-session reads; peak RSS and size on disk.
+
+Each size runs in a fresh process, so its peak RSS is its own. The corpus is loaded with each distinct
+sentence embedded once (the ``#n`` suffix that makes every item distinct is left out of the vector, not out
+of the stored text or the lexical index); every query and every observed turn is embedded for real.
+"""
 
 from __future__ import annotations
 
+import multiprocessing
 import random
+import re
+import signal
+import socket
+import subprocess
+import sys
 import tempfile
 import time
-from typing import Any, Sequence
+import urllib.request
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
-from ..facts import FactStore, _meta
+from ..embed import MiniLMEmbedder, shared_embedder
+from ..facts import MAX_USERS, FactStore
 from ..memory import Memory
 from ..types import Episode, Fact
 
@@ -21,26 +38,27 @@ OBJECTS = ["metric units", "Python", "Rust", "Kubernetes", "PostgreSQL", "dark m
            "the Berlin office", "spreadsheets", "short answers", "code reviews", "Linux laptops"]
 QUERIES = ["Which units should I use?", "What language does the team write?", "What does the user avoid?",
            "Which database do we run?", "How does the user like answers?", "What editor is preferred?"]
+CHAT = ["I went {o} with my sister last weekend.", "Honestly {o} is the best part of my week.",
+        "We talked about {o} for hours yesterday.", "My manager keeps mentioning {o}.", "Haha, {o} again?"]
+TURNS = ["I prefer {o} these days.", "We moved from {o} to {p} last month.", "I don't use {o} anymore.",
+         "My sister recommends {o}.", "Honestly I could talk about {o} all day."]
+_SUFFIX = re.compile(r" #\d+$")
+# The default sweep: items per user at 100 users, users at 100 items each, and the issue's two targets
+DEFAULT_SIZES = ("100x10", "100x100", "100x1000", "1x10000", "1000x100", "10000x10")
 
 
 def synthetic_facts(user_id: str, n: int, rng: random.Random) -> list[Fact]:
     """``n`` varied, deterministic facts for one user."""
-    out = []
-    for i in range(n):
-        text = f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} (note {i})."
-        out.append(Fact(id=f"{user_id}-{i}", user_id=user_id, text=text, importance=round(rng.random(), 2),
-                        created_at=1.0 + i, valid_from=1.0 + i))
-    return out
-
-
-CHAT = ["I went {o} with my sister last weekend.", "Honestly {o} is the best part of my week.",
-        "We talked about {o} for hours yesterday.", "My manager keeps mentioning {o}.", "Haha, {o} again?"]
+    return [Fact(id=f"{user_id}-{i}", user_id=user_id, importance=round(rng.random(), 2), created_at=1.0 + i,
+                 valid_from=1.0 + i, text=f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} #{i}")
+            for i in range(n)]
 
 
 def synthetic_episodes(user_id: str, n: int, rng: random.Random) -> list[Episode]:
     """``n`` short chat turns for one user, ten per session, two speakers."""
-    return [Episode("", user_id, f"s{i // 10}", f"s{i // 10}:{i % 10}", ("Ana", "Ben")[i % 2], ("user", "assistant")[i % 2],
-                    rng.choice(CHAT).format(o=rng.choice(OBJECTS)) + f" ({i})", 1.7e9 + 60 * i, 12) for i in range(n)]
+    return [Episode("", user_id, f"s{i // 10}", f"s{i // 10}:{i % 10}", ("Ana", "Ben")[i % 2],
+                    ("user", "assistant")[i % 2], rng.choice(CHAT).format(o=rng.choice(OBJECTS)) + f" #{i}",
+                    1.7e9 + 60 * i, 12) for i in range(n)]
 
 
 def short_sentences(n: int, rng: random.Random) -> list[str]:
@@ -48,28 +66,56 @@ def short_sentences(n: int, rng: random.Random) -> list[str]:
     return [f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)}." for _ in range(n)]
 
 
+class PooledEmbedder(MiniLMEmbedder):
+    """The shared MiniLM, remembering the vector of each distinct synthetic sentence (its ``#n`` suffix
+    left out) so that loading a large corpus does not re-embed the same sentence; other texts go to the model."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner, self.memo = shared_embedder(), {}
+
+    def __call__(self, input: Any) -> Any:
+        texts = [input] if isinstance(input, str) else list(input)
+        bases = [_SUFFIX.sub("", t) if _SUFFIX.search(t) else None for t in texts]
+        missing = sorted({b for b in bases if b is not None and b not in self.memo})
+        if missing:
+            self.memo.update(zip(missing, self.inner(missing)))
+        plain = [t for t, b in zip(texts, bases) if b is None]
+        fresh = iter(self.inner(plain) if plain else [])
+        return [self.memo[b] if b is not None else next(fresh) for b in bases]
+
+
 def _pct(xs: Sequence[float]) -> tuple[float, float]:
-    return float(np.percentile(xs, 50)), float(np.percentile(xs, 95))
+    return (float(np.percentile(xs, 50)), float(np.percentile(xs, 95))) if xs else (float("nan"), float("nan"))
 
 
-def measure(total: int, users: int, queries: int = 200, bare_write_share: float = 0.05, seed: int = 0,
-            path: str | None = None, progress: Any = None, episode_share: float = 0.0,
-            budget: int = 400) -> dict[str, Any]:
-    """One size: ``total`` items (facts, and episodes for ``episode_share`` of them) over ``users`` users
-    in a fresh on-disk store.
+def _timed(calls: Sequence[tuple[list[float], Callable[[], Any]]], rng: random.Random) -> None:
+    """Run the calls in random order, appending each one's milliseconds to its sink."""
+    calls = list(calls)
+    rng.shuffle(calls)
+    for sink, call in calls:
+        t0 = time.perf_counter()
+        call()
+        sink.append((time.perf_counter() - t0) * 1000)
 
-    Reads are reported warm (the user's collections already loaded in this process; memkit and the bare
-    embed + query interleaved in random order on the same collection) and cold (a user's first search).
-    With episodes, the full read path users call (``Memory.context`` at ``budget`` tokens: hybrid recall
-    over facts and episodes, packing) is timed too, warm and cold (a user's first context in the process).
-    """
+
+def _open(backend: str, folder: Path, max_users: int, server: str | None) -> FactStore:
+    if backend == "http":
+        host, port = server.rsplit(":", 1)
+        return FactStore.http(host, int(port), PooledEmbedder(), namespace="scale", records=folder / "records.sqlite3")
+    return FactStore.persistent(str(folder), PooledEmbedder(), namespace="scale", max_users=max_users)
+
+
+def measure(users: int, items_per_user: int, backend: str = "persistent", queries: int = 200,
+            episode_share: float = 0.5, budget: int = 400, max_users: int = MAX_USERS, seed: int = 0,
+            path: str | None = None, server: str | None = None) -> dict[str, Any]:
+    """One size: ``users`` users with ``items_per_user`` items each (``episode_share`` of them past turns,
+    the rest facts), in a fresh store (on disk, or on the ``chroma run`` server at ``server`` = "host:port")."""
     rng = random.Random(seed)
-    users = max(1, min(users, total))
-    per_user = total // users
-    n_eps = int(per_user * episode_share)
-    n_facts = per_user - n_eps
-    folder = path or tempfile.mkdtemp(prefix=f"memkit-scale-{total}-")
-    store = FactStore.persistent(folder, namespace="scale")
+    n_eps = int(items_per_user * episode_share)
+    n_facts = items_per_user - n_eps
+    folder = Path(path or tempfile.mkdtemp(prefix=f"memkit-scale-{users}x{items_per_user}-"))
+    store = _open(backend, folder, max_users, server)
     ids = [f"u{i:05d}" for i in range(users)]
     start = time.perf_counter()
     for uid in ids:
@@ -77,77 +123,68 @@ def measure(total: int, users: int, queries: int = 200, bare_write_share: float 
         for e in synthetic_episodes(uid, n_eps, rng):
             store.add_episode(uid, e)
         store.embed_pending(uid)
-        if progress:
-            progress.update(per_user)
-    write_s = time.perf_counter() - start
-
-    # bare write: the same embed + upsert (same metadata), straight to Chroma, on a sample of users
-    bare_users = ids[: max(1, int(users * bare_write_share))]
-    start = time.perf_counter()
-    for uid in bare_users:
-        facts = synthetic_facts(uid, per_user, rng)
-        col = store.client.get_or_create_collection(f"bare-{uid}", embedding_function=None,
-                                                    configuration={"hnsw": {"space": "cosine"}})
-        col.upsert(ids=[f.id for f in facts], documents=[f.text for f in facts], metadatas=[_meta(f) for f in facts],
-                   embeddings=[list(map(float, v)) for v in store.embedder([f.text for f in facts])])
-    bare_write_s = time.perf_counter() - start
-    bare_n = per_user * len(bare_users)
-
-    # cold: the first search of a user in this process loads its index from disk
-    sample = rng.sample(ids, min(queries, len(ids)))
-    cold = []
-    for uid in sample:
-        t0 = time.perf_counter()
-        store.search(uid, rng.choice(QUERIES), k=5, min_score=-1.0)
-        cold.append((time.perf_counter() - t0) * 1000)
-
-    # warm: memkit's search and the bare embed + query on the same collection, in random order
-    ours, bare = [], []
-    for _ in range(queries):
-        uid, q = rng.choice(sample), rng.choice(QUERIES)
-        col = store._open(uid, "facts", create=False)  # the very collection memkit searches
-
-        def bare_query() -> None:
-            vec = store.embedder([q])[0]
-            col.query(query_embeddings=[list(map(float, vec))], n_results=15)
-
-        calls = [(ours, lambda: store.search(uid, q, k=5, min_score=-1.0)), (bare, bare_query)]
-        rng.shuffle(calls)
-        for sink, call in calls:
-            t0 = time.perf_counter()
-            call()
-            sink.append((time.perf_counter() - t0) * 1000)
-    context: dict[str, float] = {}
-    if n_eps:
-        memory = Memory(store=store)
-        rest = [u for u in ids if u not in set(sample)] or ids
-        cold_ctx = []
-        for uid in rng.sample(rest, min(queries, len(rest))):  # users not touched yet in this process
-            t0 = time.perf_counter()
-            memory.context(uid, f"bench-{uid}", rng.choice(QUERIES), budget)
-            cold_ctx.append((time.perf_counter() - t0) * 1000)
-        for uid in sample:  # warm up: each sampled user's collections loaded once, untimed
-            memory.context(uid, f"bench-{uid}", rng.choice(QUERIES), budget)
-        warm_ctx = []
-        for _ in range(queries):
-            uid, q = rng.choice(sample), rng.choice(QUERIES)
-            t0 = time.perf_counter()
-            memory.context(uid, f"bench-{uid}", q, budget)
-            warm_ctx.append((time.perf_counter() - t0) * 1000)
-        (w50, w95), (k50, k95) = _pct(warm_ctx), _pct(cold_ctx)
-        context = {"context_p50_ms": w50, "context_p95_ms": w95, "cold_context_p50_ms": k50, "cold_context_p95_ms": k95}
+    load_s = time.perf_counter() - start
     store.close()
-    r50, r95 = _pct(ours)
-    b50, b95 = _pct(bare)
-    c50, c95 = _pct(cold)
-    return {"items": per_user * users, "users": users, "facts_per_user": n_facts, "episodes_per_user": n_eps,
-            "write_items_per_s": per_user * users / write_s, "bare_write_facts_per_s": bare_n / bare_write_s,
-            "read_p50_ms": r50, "read_p95_ms": r95, "bare_read_p50_ms": b50, "bare_read_p95_ms": b95,
-            "read_overhead_p50": r50 / b50, "read_overhead_p95": r95 / b95,
-            "cold_read_p50_ms": c50, "cold_read_p95_ms": c95, **context, "rss_mb": _rss_mb()}
+
+    # a new process's view: nothing loaded yet
+    store = _open(backend, folder, max_users, server)
+    memory = Memory(store=store)
+    n = min(queries, users)
+    order = rng.sample(ids, users)
+    cold_users, opened_users = order[:max(1, n // 2)], order[max(1, n // 2):n] or order[:1]
+    cold, opened, noted = [], [], 0
+    for uid in cold_users:  # the first context of a session that opened with this very call
+        t0 = time.perf_counter()
+        memory.context(uid, f"cold-{uid}", rng.choice(QUERIES), budget)
+        cold.append((time.perf_counter() - t0) * 1000)
+    for uid in opened_users:  # the session opened 100 ms before its first context
+        memory.session(uid, f"open-{uid}")
+        time.sleep(0.1)
+        t0 = time.perf_counter()
+        ctx = memory.context(uid, f"open-{uid}", rng.choice(QUERIES), budget)
+        opened.append((time.perf_counter() - t0) * 1000)
+        noted += bool(ctx.notes)
+
+    # warm: each call beside its bare counterpart on the same collection, in random order
+    warm_users = (cold_users + opened_users)[:max(1, min(n, max_users))]
+    context, bare_read, msearch, fsearch = [], [], [], []
+    for _ in range(queries):
+        uid, q = rng.choice(warm_users), rng.choice(QUERIES)
+        col = store._open(uid, "facts", create=False)
+
+        def bare() -> None:
+            col.query(query_embeddings=[store.embed_query(q)], n_results=5)
+
+        _timed([(context, lambda: memory.context(uid, f"cold-{uid}", q, budget)), (bare_read, bare),
+                (msearch, lambda: memory.search(uid, q)), (fsearch, lambda: store.search(uid, q))], rng)
+
+    # the write path: an observed user turn (episode, extraction, planning, upsert) beside a bare embed + add
+    bare_col = store.client.get_or_create_collection("scale-bare", embedding_function=None,
+                                                     configuration={"hnsw": {"space": "cosine"}})
+    observe, bare_write = [], []
+    for i in range(min(queries, 100)):
+        uid = rng.choice(warm_users)
+        text = rng.choice(TURNS).format(o=rng.choice(OBJECTS), p=rng.choice(OBJECTS))
+        _timed([(observe, lambda: memory.observe(uid, f"cold-{uid}", "user", text)),
+                (bare_write, lambda: bare_col.add(ids=[f"w{i}"], documents=[text],
+                                                  embeddings=[store.embed_query(text)]))], rng)
+    memory.close()
+    disk = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+    (c50, c95), (k50, k95), (o50, o95) = _pct(context), _pct(cold), _pct(opened)
+    (b50, b95), (m50, _), (f50, _) = _pct(bare_read), _pct(msearch), _pct(fsearch)
+    (w50, w95), (x50, x95) = _pct(observe), _pct(bare_write)
+    return {"backend": backend, "users": users, "items_per_user": items_per_user, "items": users * items_per_user,
+            "max_users": max_users, "load_items_per_s": users * items_per_user / load_s,
+            "context_p50_ms": c50, "context_p95_ms": c95, "bare_read_p50_ms": b50, "bare_read_p95_ms": b95,
+            "context_vs_bare_p95": c95 / b95, "cold_context_p50_ms": k50, "cold_context_p95_ms": k95,
+            "opened_100ms_p50_ms": o50, "opened_100ms_p95_ms": o95, "opened_vs_warm_p50": o50 / c50,
+            "opened_still_loading": noted, "memory_search_p50_ms": m50, "store_search_p50_ms": f50,
+            "search_ratio_p50": m50 / f50, "observe_p50_ms": w50, "observe_p95_ms": w95,
+            "bare_write_p50_ms": x50, "bare_write_p95_ms": x95, "peak_rss_mb": _peak_rss_mb(),
+            "disk_mb": disk / 2**20}
 
 
-def _rss_mb() -> float:
+def _peak_rss_mb() -> float:
     try:
         import resource
 
@@ -156,15 +193,62 @@ def _rss_mb() -> float:
         return float("nan")
 
 
-def run(sizes: Sequence[int], users: int, queries: int = 200, progress: bool = False,
-        episode_share: float = 0.0) -> pd.DataFrame:
-    """Every size in turn; one row each."""
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
+def parse_size(text: str) -> tuple[int, int]:
+    """``"1000x100"`` -> (1000 users, 100 items per user)."""
+    users, _, items = text.partition("x")
+    return int(users), int(items)
 
-        bar = tqdm(total=sum(sizes), desc="facts written", unit="fact")
-    rows = [measure(n, users, queries, seed=i, progress=bar, episode_share=episode_share) for i, n in enumerate(sizes)]
-    if bar:
-        bar.close()
+
+class ChromaServer:
+    """A ``chroma run`` on a free loopback port for the http rows; its peak RSS is read from /proc."""
+
+    def __init__(self) -> None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.folder = Path(tempfile.mkdtemp(prefix="memkit-scale-server-"))
+        chroma = Path(sys.executable).with_name("chroma")
+        with open(self.folder / "chroma.log", "w") as out:
+            self.proc = subprocess.Popen([str(chroma), "run", "--path", str(self.folder / "data"), "--host",
+                                          "127.0.0.1", "--port", str(self.port)], stdout=out, stderr=subprocess.STDOUT)
+        for _ in range(240):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/api/v2/heartbeat", timeout=1)
+                return
+            except OSError:
+                time.sleep(0.5)
+        raise RuntimeError(f"chroma run did not start; see {self.folder / 'chroma.log'}")
+
+    def peak_rss_mb(self) -> float:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait()
+
+
+def run(sizes: Sequence[str], backends: Sequence[str] = ("persistent",), queries: int = 200,
+        episode_share: float = 0.5, max_users: int = MAX_USERS, echo: Callable[[str], None] = print) -> pd.DataFrame:
+    """Every size on every backend, each in a fresh process (one server per http row); one row each."""
+    rows = []
+    spawn = multiprocessing.get_context("spawn")
+    for backend in backends:
+        for i, size in enumerate(sizes):
+            users, items = parse_size(size)
+            server = ChromaServer() if backend == "http" else None
+            try:
+                with ProcessPoolExecutor(1, mp_context=spawn) as pool:
+                    row = pool.submit(measure, users, items, backend, queries, episode_share, 400, max_users, i,
+                                      None, f"127.0.0.1:{server.port}" if server else None).result()
+                if server:
+                    row["server_peak_rss_mb"] = server.peak_rss_mb()
+            finally:
+                if server:
+                    server.stop()
+            echo(f"{backend} {size}: context p95 {row['context_p95_ms']:.1f} ms, peak RSS {row['peak_rss_mb']:.0f} MB")
+            rows.append(row)
     return pd.DataFrame(rows)
+

@@ -1,0 +1,98 @@
+"""The read path at scale: warm sessions, the LRU cap on loaded users, the maintained profile in context."""
+
+import threading
+import time
+
+import pytest
+
+from memkit import FactStore, Memory
+from memkit.embed import MiniLMEmbedder
+from memkit.errors import InvalidArgument
+from memkit.eval.scale import synthetic_facts
+from memkit.types import Episode
+
+import random
+
+
+class SlowBatches(MiniLMEmbedder):
+    """The real MiniLM, slowed down on batches (loading a user's pending turns), not on single queries."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
+
+    def __call__(self, input):
+        if not isinstance(input, str) and len(input) > 1:
+            time.sleep(self.delay)
+        return super().__call__(input)
+
+
+def _pending(store, user_id):
+    return store.records.count_episodes(store.owner(user_id), pending=True)
+
+
+def test_opening_a_session_loads_the_user_in_the_background(tmp_path, embedder):
+    store = FactStore.persistent(str(tmp_path / "s"), embedder)
+    for i in range(5):  # fewer than a batch: recorded, not yet embedded
+        store.add_episode("u", Episode("", "u", "old", f"old:{i}", "user", "user", f"I like tea number {i}.", 1.0 + i, 8))
+    assert _pending(store, "u") == 5
+    m = Memory(store=store)
+    m.session("u", "new")
+    deadline = time.time() + 30
+    while _pending(store, "u") and time.time() < deadline:
+        time.sleep(0.05)
+    assert _pending(store, "u") == 0
+    ctx = m.context("u", "new", "What tea do I like?", budget=300)
+    assert ctx.notes == () and "tea" in ctx.text
+    m.close()
+
+
+def test_a_read_before_the_load_finishes_says_so(embedder):
+    store = FactStore.ephemeral(SlowBatches(delay=1.5))
+    for i in range(3):
+        store.add_episode("u", Episode("", "u", "old", f"old:{i}", "user", "user", f"I play chess on day {i}.", 1.0 + i, 8))
+    m = Memory(store=store)
+    ctx = m.context("u", "fresh", "Do I play chess?", budget=300)  # the session opens with this call
+    assert any("still loading" in n for n in ctx.notes)
+    assert "chess" in ctx.text  # the read is still complete
+    time.sleep(1.6)
+    assert m.context("u", "fresh", "Do I play chess?", budget=300).notes == ()
+    m.close()
+
+
+def test_users_beyond_the_cap_are_evicted_and_still_read_correctly(tmp_path, embedder):
+    store = FactStore.persistent(str(tmp_path / "cap"), embedder, max_users=2)
+    rng = random.Random(0)
+    for u in range(40):  # 80 indexes: more than Chroma keeps loaded under this cap
+        store.upsert(f"u{u}", synthetic_facts(f"u{u}", 9, rng))
+    for _ in range(2):
+        for u in range(40):
+            hits = store.search(f"u{u}", "Which editor?", k=3, min_score=-1.0)
+            assert len(hits) == 3 and {h.fact.user_id for h in hits} == {f"u{u}"}
+    assert len(store._collections) <= 3 * 2
+    store.close()
+
+
+def test_the_cap_must_be_positive(tmp_path):
+    with pytest.raises(InvalidArgument, match="max_users"):
+        FactStore.persistent(str(tmp_path / "bad"), max_users=0)
+
+
+def test_context_profile_comes_from_the_maintained_profile_under_concurrent_writers(embedder):
+    m = Memory(store=FactStore.ephemeral(embedder))
+    barrier = threading.Barrier(4)
+
+    def writer(i):
+        barrier.wait()
+        for j in range(5):
+            m.observe("u", f"s{i}", "user", f"I live in City{i}x{j}.")
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    current = m.store.get("u")
+    assert len(current) == 1 and m.store.profile("u") == current
+    ctx = m.context("u", "s0", "hello", budget=400)
+    assert current[0].text in ctx.text
