@@ -94,10 +94,10 @@ def pack_episodes(recalled: Sequence[Recalled], budget: int, skip: Callable[[Epi
         if budget - used < 8:
             break
         e = r.item
-        if take(e, {"turn_id": e.turn_id, "session_id": e.session_id, "speaker": e.speaker, "rank": rank,
+        if take(e, {"turn_id": e.turn_id, "text": episode_line(e), "session_id": e.session_id, "speaker": e.speaker, "rank": rank,
                     "why": r.why, "score": _round(r.score), "similarity": _round(r.similarity)}) and neighbours:
             for n in neighbours(e):
-                take(n, {"turn_id": n.turn_id, "session_id": n.session_id, "speaker": n.speaker, "rank": rank,
+                take(n, {"turn_id": n.turn_id, "text": episode_line(n), "session_id": n.session_id, "speaker": n.speaker, "rank": rank,
                          "why": f"neighbour of {e.turn_id} (#{rank})", "score": None, "similarity": None})
     ordered = sorted(chosen.values(), key=lambda x: int(x[0].id))
     text = render_episodes([e for e, _ in ordered], dates)

@@ -1,4 +1,4 @@
-"""The ``memkit`` command: ``demo``, ``bench``, ``bench-scale`` and ``sweep``."""
+"""The ``memkit`` command: ``demo``, ``notebooks``, ``sweep``, and with the eval module ``bench``, ``bench-scale``, ``generate``."""
 
 from __future__ import annotations
 
@@ -16,6 +16,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     memory, friday, without = play(memory, budget=args.budget)
     print(render(memory, friday, without))
     return 0 if "metric" in friday.text.lower() else 1
+
+
+def cmd_notebooks(args: argparse.Namespace) -> int:
+    from .notebooks_copy import copy_notebooks
+
+    for path in copy_notebooks(args.dir, force=args.force):
+        print(f"wrote {path}")
+    print(f"\nopen them with: jupyter lab {args.dir}")
+    return 0
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -44,6 +53,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     sweep.add_argument("--metric", default=None, help="result column to plot (default: the first numeric one)")
     sweep.add_argument("--out", required=True)
     sweep.set_defaults(func=cmd_sweep)
+    nbs = sub.add_parser("notebooks", help="copy the teaching notebooks (and their py:percent sources) into DIR")
+    nbs.add_argument("dir")
+    nbs.add_argument("--force", action="store_true", help="overwrite notebooks already there")
+    nbs.set_defaults(func=cmd_notebooks)
     for register in _extensions():
         register(sub)
     args = parser.parse_args(argv)

@@ -216,31 +216,35 @@ class Memory:
         nan = float("nan")
         return shown + [Hit(f, nan, nan, why="profile") for f in rest]
 
-    def _recall(self, user_id: str, query: str, budget: int) -> tuple[list[Hit], list[Recalled]]:
+    def _recall(self, user_id: str, query: str, budget: int, k: int | None = None,
+                min_score: float | None = None) -> tuple[list[Hit], list[Recalled]]:
         if not query.strip():
-            return self._fact_hits(user_id, query, None), []
+            return self._fact_hits(user_id, query, None, k, min_score), []
         vector = self.store.embed_query(query) if "dense" in self.recall_options.channels else None
-        facts = self._fact_hits(user_id, query, vector) if self.facts else []
+        facts = self._fact_hits(user_id, query, vector, k, min_score) if self.facts else []
         # read deep enough to fill the budget with short turns (about 10 tokens each)
         options = replace(self.recall_options, depth=max(self.recall_options.depth, budget // 10))
         episodes = recall_episodes(self.store, user_id, query, vector, options) if self.episodes else []
         return facts, episodes
 
-    def context(self, user_id: str, session_id: str, query: str, budget: int = 1200) -> Context:
+    def context(self, user_id: str, session_id: str, query: str, budget: int = 1200, k: int | None = None,
+                min_score: float | None = None) -> Context:
         """What to send for ``query`` within ``budget`` tokens, with an account of every item and why.
 
         In priority order: this session's newest turns are reserved (up to ``window_share`` of the budget);
         then the user's facts (hybrid recall, then the profile block), then past episodes in fused rank
         (each with its session date and speaker; never one already in this session or the source of a
         shown fact), then the running summary and the newest turns, then documents in their own share.
+        ``k`` and ``min_score`` override the memory's own for this read (what a widget's sliders pass).
         """
         budget = validate.positive_int("budget", budget)
+        k = None if k is None else validate.positive_int("k", k)
         query = validate.query(query)
         buf = self.session(user_id, session_id)
         warming = self._warming.get(user_id)
         notes = ("cold read: the user's indexes were still loading (the session opened moments ago)",) \
             if warming is not None and not warming.done() else ()
-        recall_future = self._pool.submit(self._recall, user_id, query, budget)
+        recall_future = self._pool.submit(self._recall, user_id, query, budget, k, min_score)
         docs_future = self._pool.submit(self.retriever, query) if self.retriever else None
         summary, window = buf.summary, list(buf.window)  # the episodic read, while the searches run
         in_session = {t.id for t in buf.turns}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -33,16 +33,22 @@ def events_table(events: Sequence[Event]) -> pd.DataFrame:
                          for e in events], columns=["event", "key", "before", "after", "reason", "source"])
 
 
-def context_table(ctx: Context) -> pd.DataFrame:
-    """The context account: one row per item that went in, with its part, score and tokens."""
+def context_table(ctx: Context, evidence: Iterable[str] | None = None) -> pd.DataFrame:
+    """The context account: one row per item that went in, with its part, why, score and tokens. With
+    ``evidence`` (turn ids), an ``evidence`` column says whether the item is, or was extracted from, one of them."""
+    wanted = set(evidence or ())
     rows = []
     for p in ctx.parts:
         if not p.items and p.text:
-            rows.append({"part": p.name, "item": p.text[:80], "why": "", "similarity": None, "score": None})
+            rows.append({"part": p.name, "item": p.text[:80], "why": "", "similarity": None, "score": None,
+                         "evidence": False})
         for it in p.items:
-            rows.append({"part": p.name, "item": (it.get("text") or it.get("turn_id") or "")[:80],
-                         "why": it.get("why", ""), "similarity": it.get("similarity"), "score": it.get("score")})
-    return pd.DataFrame(rows, columns=["part", "item", "why", "similarity", "score"])
+            turns = {it.get("turn_id")} | set(it.get("source", ()))
+            rows.append({"part": p.name, "item": (it.get("text") or it.get("turn_id") or "")[:100],
+                         "why": it.get("why", ""), "similarity": it.get("similarity"), "score": it.get("score"),
+                         "evidence": bool(wanted & turns)})
+    table = pd.DataFrame(rows, columns=["part", "item", "why", "similarity", "score", "evidence"])
+    return table if evidence is not None else table.drop(columns="evidence")
 
 
 def layers(window_turns: Sequence, summary_text: str, facts: Sequence[Fact]) -> go.Figure:

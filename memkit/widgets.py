@@ -136,12 +136,42 @@ class RecallExplorer(_View):
             self.show()
 
     def refresh(self) -> None:
-        self.memory.k, self.memory.min_score = self.k.value, self.floor.value
         hits = self.memory.store.search(self.user_id, self.query.value, k=10, min_score=-1.0)
-        ctx = self.memory.context(self.user_id, self.session_id, self.query.value, budget=self.budget)
+        ctx = self.memory.context(self.user_id, self.session_id, self.query.value, budget=self.budget,
+                                  k=self.k.value, min_score=self.floor.value)  # settings as arguments
         self.table_html.value = _html_table(viz.context_table(ctx)) + \
             "<br>" + _html_table(pd.DataFrame(ctx.account()))
         _draw(self.plot, viz.recall_scores(hits, self.floor.value) if hits else None)
+
+
+class ContextExplorer(_View):
+    """Pick a question and a budget: every line of the built context, which channel brought it in, and
+    whether it is one of the question's evidence turns."""
+
+    def __init__(self, memory: Memory, user_id: str, questions: Sequence[tuple[str, Sequence[str]]],
+                 budget: int = 400, display: bool = True) -> None:
+        self.memory, self.user_id = memory, user_id
+        self.evidence = {q: set(ev) for q, ev in questions}
+        self.question = W.Dropdown(options=[q for q, _ in questions], description="question",
+                                   layout=W.Layout(width="90%"), style={"description_width": "70px"})
+        self.budget = W.IntSlider(value=budget, min=100, max=2000, step=100, description="budget")
+        self.summary = W.HTML()
+        self.table_html = W.HTML()
+        for w in (self.question, self.budget):
+            w.observe(lambda _: self.refresh(), names="value")
+        self.widget = W.VBox([self.question, self.budget, self.summary, self.table_html])
+        self.refresh()
+        if display:
+            self.show()
+
+    def refresh(self) -> None:
+        q = self.question.value
+        ctx = self.memory.context(self.user_id, "explorer", q, budget=self.budget.value)
+        table = viz.context_table(ctx, evidence=self.evidence[q])
+        found = int(table["evidence"].sum())
+        self.summary.value = (f"<b>{ctx.tokens}</b> tokens; evidence turns in context: <b>{found}</b> of "
+                              f"{len(self.evidence[q])}")
+        self.table_html.value = _html_table(table[["part", "why", "item", "evidence"]])
 
 
 def _draw(output: W.Output, fig: Any) -> None:

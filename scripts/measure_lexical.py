@@ -20,7 +20,7 @@ import bm25s
 import pandas as pd
 
 from memkit import tokens
-from memkit.eval.chats import write_chats
+from memkit.eval.data import write_suite
 from memkit.eval.data import load
 from memkit.records import Records, lexical_text, query_terms
 from memkit.types import Episode
@@ -42,7 +42,7 @@ def main() -> None:
     ap.add_argument("--data", default=None, help="a memkit JSONL file instead of a generated suite")
     ap.add_argument("--out", default="results/lexical")
     args = ap.parse_args()
-    path = args.data or write_chats(Path(tempfile.mkdtemp()) / "dev.jsonl", seed=args.seed)
+    path = args.data or write_suite(Path(tempfile.mkdtemp()) / "dev.jsonl", "chats", args.seed)
     rows, add_ms, query_ms = [], {"fts5": [], "bm25s": []}, {"fts5": [], "bm25s": []}
     for conv in load(path):
         turns = [t for s in conv.sessions for t in s.turns]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from memkit.eval.chats import write_chats
+from memkit.eval.data import write_suite
 from memkit.eval.data import load
 from memkit.eval.runner import run
 from memkit.recall import RecallOptions
@@ -49,7 +49,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.seed == 0:
         raise SystemExit("seed 0 is the reported suite: choose options on another seed")
-    path = write_chats(Path(tempfile.mkdtemp()) / "dev.jsonl", seed=args.seed, conversations=args.conversations)
+    path = write_suite(Path(tempfile.mkdtemp()) / "dev.jsonl", "chats", args.seed, args.conversations)
     convs = load(path)
     budgets = [int(b) for b in args.budget.split(",")]
     rows = []

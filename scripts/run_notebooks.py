@@ -1,6 +1,7 @@
-"""Execute the notebooks in a real kernel and store their outputs (what `pytest --nbval` compares against).
+"""Execute the notebooks from their py:percent sources in a real kernel and write the .ipynb pairs with
+their outputs and widget state (what `pytest --nbval` compares, what JupyterLab renders on open).
 
-    python scripts/run_notebooks.py [notebooks/01_two_layers.ipynb ...]
+    python scripts/run_notebooks.py [notebooks/05_recall.py ...]
 
 Runs offline: MEMKIT_*/OPENAI_* variables are removed so committed outputs never depend on an endpoint.
 """
@@ -12,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-import nbformat
+import jupytext
 from nbclient import NotebookClient
 
 HERE = Path(__file__).resolve().parents[1] / "notebooks"
@@ -22,16 +23,18 @@ def main(paths: list[str]) -> None:
     for name in list(os.environ):
         if name.startswith(("MEMKIT_LLM", "MEMKIT_EMBED", "OPENAI_")):
             del os.environ[name]
-    targets = [Path(p) for p in paths] or sorted(HERE.glob("[0-9][0-9]_*.ipynb"))
+    targets = [Path(p).with_suffix(".py") for p in paths] or sorted(HERE.glob("[0-9][0-9]_*.py"))
     total = time.perf_counter()
     for path in targets:
-        nb = nbformat.read(path, as_version=4)
+        nb = jupytext.read(path)
         start = time.perf_counter()
-        NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+        NotebookClient(nb, timeout=600, kernel_name="python3", store_widget_state=True,
+                       resources={"metadata": {"path": str(path.parent)}}).execute()
         for cell in nb.cells:
             cell.metadata.pop("execution", None)
-        nbformat.write(nb, path)
-        print(f"{path.name}: {time.perf_counter() - start:.1f} s")
+        nb.metadata["language_info"] = {"name": "python"}  # the kernel's patch version would churn every run
+        jupytext.write(nb, path.with_suffix(".ipynb"))
+        print(f"{path.stem}: {time.perf_counter() - start:.1f} s")
     print(f"all: {time.perf_counter() - total:.1f} s")
 
 

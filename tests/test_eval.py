@@ -50,10 +50,15 @@ def test_builtin_suite_shape():
                 assert c.turn(e) is not None, (c.id, p.id, e)
 
 
-def test_suite_generator_is_deterministic(tmp_path):
+@pytest.mark.parametrize("suite,committed", [("first", "suite.jsonl"), ("chats", "chats.jsonl")])
+def test_the_committed_suites_are_what_the_installed_generators_write(tmp_path, suite, committed):
     out = tmp_path / "s.jsonl"
-    subprocess.run([sys.executable, str(SUITE.parent / "generate.py"), "--seed", "7", "--out", str(out)], check=True)
-    assert out.read_bytes() == SUITE.read_bytes()
+    subprocess.run([sys.executable, "-m", "memkit", "generate", "--suite", suite, "--out", str(out)], check=True,
+                   capture_output=True)
+    assert out.read_bytes() == (SUITE.parent / committed).read_bytes()
+    from memkit.eval import builtin_suite
+
+    assert [c.id for c in builtin_suite(suite)] == [c.id for c in load(SUITE.parent / committed)]
 
 
 @pytest.mark.parametrize("path,fmt", [("nope.json", None), (DATA / "locomo_sample.json", "longmemeval"),

@@ -269,11 +269,3 @@ def generate_chats(seed: int = 0, conversations: int = 10) -> list[dict[str, Any
     """``conversations`` chats between two named people, deterministic for a ``seed``."""
     rng = random.Random(seed)
     return [_conversation(i, rng) for i in range(conversations)]
-
-
-def write_chats(path: str | Path, seed: int = 0, conversations: int = 10) -> Path:
-    """Write the suite as memkit JSONL; the same seed writes the same bytes."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in generate_chats(seed, conversations)), "utf-8")
-    return path

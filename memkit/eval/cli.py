@@ -130,20 +130,22 @@ def cmd_bench_embed(args: argparse.Namespace) -> int:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    from .chats import write_chats
+    from .data import write_suite
 
     out_dir(Path(args.out).parent)
-    path = write_chats(args.out, seed=args.seed, conversations=args.conversations)
-    print(f"wrote {path} ({args.conversations} conversations, seed {args.seed})")
+    path = write_suite(args.out, args.suite, args.seed, args.conversations)
+    n = len(path.read_text("utf-8").splitlines())
+    print(f"wrote {path} ({n} conversations of the {args.suite} suite)")
     return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     g = sub.add_parser("generate", help="write a benchmark suite (memkit JSONL) from a seed")
-    g.add_argument("--suite", choices=["chats"], default="chats",
-                   help="chats: the realistic two-person suite (data/chats.jsonl is seed 0)")
-    g.add_argument("--seed", type=int, default=0, help="0 is the committed data/chats.jsonl; tune on other seeds")
-    g.add_argument("--conversations", type=int, default=10)
+    g.add_argument("--suite", choices=["first", "chats"], default="chats",
+                   help="first: persona facts among small talk (data/suite.jsonl is seed 7, 60 conversations); "
+                        "chats: two named friends (data/chats.jsonl is seed 0, 10 conversations)")
+    g.add_argument("--seed", type=int, default=None, help="default: the committed file's seed; tune on others")
+    g.add_argument("--conversations", type=int, default=None)
     g.add_argument("--out", required=True)
     g.set_defaults(func=cmd_generate)
 

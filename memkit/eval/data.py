@@ -65,24 +65,59 @@ def _path(path: str | Path) -> Path:
     return p
 
 
+def conversation(d: dict[str, Any]) -> Conversation:
+    """One memkit JSONL record (docs/architecture.md §5) as a ``Conversation``."""
+    sessions = tuple(DSession(s["id"], s.get("time"), tuple(
+        DTurn(t["id"], t["role"], t["content"], t.get("speaker")) for t in s["turns"])) for s in d["sessions"])
+    probes = tuple(Probe(p["id"], p["after_session"], p["question"], str(p["answer"]),
+                         tuple(p.get("evidence", ())), p.get("type", "unknown"), p.get("old_answer"))
+                   for p in d.get("probes", ()))
+    return Conversation(d["id"], d["user_id"], sessions, tuple(d.get("ops", ())), probes)
+
+
 def load_memkit(path: str | Path) -> list[Conversation]:
-    """One conversation per line, as in DESIGN §6."""
+    """One conversation per line (docs/architecture.md §5)."""
     out = []
     for n, line in enumerate(_path(path).read_text("utf-8").splitlines(), 1):
         if not line.strip():
             continue
         try:
-            d = json.loads(line)
-            sessions = tuple(DSession(s["id"], s.get("time"), tuple(
-                DTurn(t["id"], t["role"], t["content"], t.get("speaker")) for t in s["turns"])) for s in d["sessions"])
-            probes = tuple(Probe(p["id"], p["after_session"], p["question"], str(p["answer"]),
-                                 tuple(p.get("evidence", ())), p.get("type", "unknown"), p.get("old_answer"))
-                           for p in d.get("probes", ()))
-            out.append(Conversation(d["id"], d["user_id"], sessions, tuple(d.get("ops", ())), probes))
+            out.append(conversation(json.loads(line)))
         except (json.JSONDecodeError, KeyError, TypeError) as e:
             raise DatasetError(f"{path}:{n} is not a memkit conversation ({type(e).__name__}: {e}); "
                                "is it LoCoMo or LongMemEval? pass --format") from None
     return out
+
+
+SUITES = ("first", "chats")
+
+
+def generate(suite: str = "first", seed: int | None = None, conversations: int | None = None) -> list[dict[str, Any]]:
+    """A built-in suite as memkit JSONL records: ``first`` (persona facts among small talk; seed 7 and 60
+    conversations are data/suite.jsonl) or ``chats`` (two named friends; seed 0 and 10 are data/chats.jsonl)."""
+    from .chats import generate_chats
+    from .persona import generate_first
+
+    if suite == "first":
+        return generate_first(7 if seed is None else seed, 60 if conversations is None else conversations)
+    if suite == "chats":
+        return generate_chats(0 if seed is None else seed, 10 if conversations is None else conversations)
+    raise DatasetError(f"unknown suite {suite!r}; choose from {SUITES}")
+
+
+def builtin_suite(suite: str = "first", seed: int | None = None, conversations: int | None = None) -> list[Conversation]:
+    """A built-in suite, generated in memory (no file, no repo path): what the notebooks use."""
+    return [conversation(d) for d in generate(suite, seed, conversations)]
+
+
+def write_suite(path: str | Path, suite: str = "first", seed: int | None = None,
+                conversations: int | None = None) -> Path:
+    """Write a built-in suite as memkit JSONL; the same seed writes the same bytes."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    records = generate(suite, seed, conversations)
+    path.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in records), "utf-8")
+    return path
 
 
 def _json_list(path: str | Path, what: str, needed: str) -> list[dict[str, Any]]:
@@ -171,3 +206,17 @@ def timestamp(value: str | None) -> float | None:
         except ValueError:
             continue
     return None
+
+
+def feed(memory: Any, conv: Conversation) -> int:
+    """Observe every turn of ``conv`` in order (each with its speaker and session time) and end each session,
+    as an agent would have lived it; returns the number of turns."""
+    n = 0
+    for session in conv.sessions:
+        t0 = timestamp(session.time)
+        for i, turn in enumerate(session.turns):
+            memory.observe(conv.user_id, session.id, turn.role, turn.content, turn.id,
+                           None if t0 is None else t0 + i, turn.speaker)
+            n += 1
+        memory.end_session(conv.user_id, session.id)
+    return n

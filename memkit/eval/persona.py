@@ -1,14 +1,13 @@
-"""Generate memkit's built-in benchmark suite (memkit JSONL, DESIGN §6) from a seed.
+"""The first built-in suite: one user per conversation, a persona of durable facts stated, changed and
+repeated among small talk (memkit JSONL, docs/architecture.md §5). Deterministic for a seed.
 
-    python data/generate.py --seed 7 --conversations 60 --out data/suite.jsonl
+    memkit generate --suite first --seed 7 --conversations 60 --out data/suite.jsonl
 
-Deterministic: the same seed writes the same file. See data/README.md for what each probe type tests.
+data/README.md says what each probe type tests.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import random
 from datetime import datetime, timedelta
 
@@ -168,17 +167,7 @@ def conversation(rng: random.Random, n: int, sessions: int = 12) -> dict:
     return {"id": f"c{n:03d}", "user_id": user, "sessions": out_sessions, "ops": ops, "probes": probes}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--conversations", type=int, default=60)
-    ap.add_argument("--out", default="data/suite.jsonl")
-    a = ap.parse_args()
-    rng = random.Random(a.seed)
-    with open(a.out, "w", encoding="utf-8") as f:
-        for n in range(a.conversations):
-            f.write(json.dumps(conversation(rng, n), ensure_ascii=False) + "\n")
-
-
-if __name__ == "__main__":
-    main()
+def generate_first(seed: int = 7, conversations: int = 60) -> list[dict]:
+    """``conversations`` persona conversations, deterministic for a ``seed`` (7 is data/suite.jsonl)."""
+    rng = random.Random(seed)
+    return [conversation(rng, n) for n in range(conversations)]

@@ -1,0 +1,25 @@
+"""Copy the teaching notebooks out of the installed package (``memkit notebooks DIR``)."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+from .errors import InvalidArgument
+from .validate import out_dir
+
+
+def copy_notebooks(target: str | Path, force: bool = False) -> list[Path]:
+    """Write every ``NN_*.ipynb`` and its ``.py`` pair into ``target``; existing files are kept unless ``force``."""
+    folder = out_dir(target)
+    sources = sorted(f for f in resources.files("memkit.notebooks").iterdir()
+                     if f.name[:2].isdigit() and f.name.endswith((".ipynb", ".py")))
+    clash = [f.name for f in sources if (folder / f.name).exists()]
+    if clash and not force:
+        raise InvalidArgument(f"{folder} already has {', '.join(clash[:3])}{' ...' if len(clash) > 3 else ''}; "
+                              "pass --force to overwrite, or choose another folder")
+    written = []
+    for f in sources:
+        (folder / f.name).write_bytes(f.read_bytes())
+        written.append(folder / f.name)
+    return written

@@ -1,0 +1,1 @@
+"""memkit's teaching notebooks, shipped inside the package: `memkit notebooks DIR` copies them out."""
