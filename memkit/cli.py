@@ -21,7 +21,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_notebooks(args: argparse.Namespace) -> int:
     from .notebooks_copy import copy_notebooks
 
-    for path in copy_notebooks(args.dir, force=args.force):
+    for path in copy_notebooks(args.dir, force=args.force, trust=not args.no_trust):
         print(f"wrote {path}")
     print(f"\nopen them with: jupyter lab {args.dir}")
     return 0
@@ -56,6 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     nbs = sub.add_parser("notebooks", help="copy the teaching notebooks (and their py:percent sources) into DIR")
     nbs.add_argument("dir")
     nbs.add_argument("--force", action="store_true", help="overwrite notebooks already there")
+    nbs.add_argument("--no-trust", action="store_true",
+                     help="do not sign the copies (JupyterLab then shows their stored widgets as text)")
     nbs.set_defaults(func=cmd_notebooks)
     for register in _extensions():
         register(sub)

@@ -297,10 +297,13 @@ class Memory:
                        tuple(t.id for t in chosen) + summary.turn_ids + tuple(i["turn_id"] for i in eps.items),
                        tuple(i["id"] for i in facts.items), notes)
 
-    def profile(self, user_id: str) -> str:
-        """The user's current facts as a compact block."""
-        facts = sorted(self.store.get(user_id), key=lambda f: (f.key or "~", f.created_at))
-        return "User profile:\n" + "\n".join(f"- {f.text}" for f in facts) if facts else "User profile: (empty)"
+    def profile(self, user_id: str, limit: int = 20) -> str:
+        """The user's ``limit`` most important current facts as a compact block (from the maintained profile)."""
+        facts = self.store.profile(user_id, limit=limit)
+        more = len(self.store.profile(user_id)) - len(facts) if len(facts) == limit else 0
+        lines = [f"- {f.text}" for f in sorted(facts, key=lambda f: (f.key or "~", f.created_at))]
+        tail = [f"(and {more} more)"] if more else []
+        return "User profile:\n" + "\n".join(lines + tail) if facts else "User profile: (empty)"
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)

@@ -9,8 +9,12 @@ from .errors import InvalidArgument
 from .validate import out_dir
 
 
-def copy_notebooks(target: str | Path, force: bool = False) -> list[Path]:
-    """Write every ``NN_*.ipynb`` and its ``.py`` pair into ``target``; existing files are kept unless ``force``."""
+def copy_notebooks(target: str | Path, force: bool = False, trust: bool = True) -> list[Path]:
+    """Write every ``NN_*.ipynb`` and its ``.py`` pair into ``target``; existing files are kept unless ``force``.
+
+    With ``trust`` the copies are signed for this user (``jupyter trust``), so JupyterLab renders their stored
+    outputs, widgets included, before anything runs; an untrusted notebook shows widgets as plain text.
+    """
     folder = out_dir(target)
     sources = sorted(f for f in resources.files("memkit.notebooks").iterdir()
                      if f.name[:2].isdigit() and f.name.endswith((".ipynb", ".py")))
@@ -22,4 +26,17 @@ def copy_notebooks(target: str | Path, force: bool = False) -> list[Path]:
     for f in sources:
         (folder / f.name).write_bytes(f.read_bytes())
         written.append(folder / f.name)
+    if trust:
+        _sign([p for p in written if p.suffix == ".ipynb"])
     return written
+
+
+def _sign(paths: list[Path]) -> None:
+    try:
+        import nbformat
+        from nbformat.sign import NotebookNotary
+    except ImportError:  # without Jupyter there is nothing to trust them for
+        return
+    notary = NotebookNotary()
+    for path in paths:
+        notary.sign(nbformat.read(path, as_version=4))

@@ -90,11 +90,14 @@ def recall_scores(hits: Sequence[Hit], floor: float) -> go.Figure:
     """Each candidate fact's similarity against the floor: above it, the fact may enter the context."""
     fig = go.Figure(go.Bar(x=[round(h.similarity, 3) for h in hits], y=[h.fact.text[:60] for h in hits],
                            orientation="h", marker_color=["#54A24B" if h.similarity >= floor else "#E45756" for h in hits],
-                           text=[f"score {h.score:.2f}" for h in hits], textposition="outside"))
+                           text=[f"score {h.score:.2f}" for h in hits], textposition="outside", cliponaxis=False))
     fig.add_vline(x=floor, line_dash="dash", annotation_text=f"floor {floor}")
-    fig.update_layout(title="Similarity against the floor (ranked by 0.7·similarity + 0.3·importance)",
-                      xaxis_title="similarity",
-                      yaxis={"autorange": "reversed"}, height=140 + 30 * len(hits), margin={"t": 40})
+    low = min([0.0] + [h.similarity for h in hits])
+    # room on the right for the score labels, and a y axis as wide as the longest fact
+    fig.update_layout(title="Similarity against the floor<br><sup>ranked by 0.7·similarity + 0.3·importance</sup>",
+                      xaxis={"title": "similarity", "range": [low, 1.2]},
+                      yaxis={"autorange": "reversed", "automargin": True}, height=160 + 30 * len(hits),
+                      margin={"t": 60, "r": 40})
     return fig
 
 
@@ -105,7 +108,9 @@ def budget_breakdown(ctx: Context) -> go.Figure:
         fig.add_trace(go.Bar(x=[p.tokens], y=["context"], name=f"{p.name} ({p.tokens})", orientation="h",
                              marker_color=PALETTE.get(p.name)))
     fig.add_vline(x=ctx.budget, line_dash="dash", annotation_text=f"budget {ctx.budget}")
-    fig.update_layout(barmode="stack", height=200, title=f"{ctx.tokens} of {ctx.budget} tokens", margin={"t": 40})
+    fig.update_layout(barmode="stack", height=220, title=f"{ctx.tokens} of {ctx.budget} tokens",
+                      xaxis={"range": [0, max(ctx.budget, ctx.tokens) * 1.1]}, margin={"t": 40, "r": 40},
+                      legend={"orientation": "h", "y": -0.35})
     return fig
 
 

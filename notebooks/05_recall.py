@@ -10,7 +10,7 @@
 #       format_version: '1.3'
 #       jupytext_version: 1.19.6
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -31,13 +31,17 @@ k = 5
 floor = 0.3           # similarity floor: offline MiniLM default; the seeds' 0.6 was set for large API embedders
 budget = 600
 conversation = 3      # which suite conversation fills the memory
+background_facts = 300  # other facts this user stated over months (synthetic): k and the floor decide what gets in
 show_widgets = True
 result_path = ""
 
 # %%
 import pandas as pd
 from memkit import Memory, viz
+import random
+
 from memkit.eval import builtin_suite
+from memkit.eval.scale import synthetic_facts
 from memkit.widgets import RecallExplorer
 
 conv = builtin_suite("first", conversations=conversation + 1)[conversation]
@@ -46,10 +50,12 @@ for s in conv.sessions:
     for t in s.turns:
         memory.observe("u", s.id, t.role, t.content, turn_id=t.id)
     memory.end_session("u", s.id)
+# months of other facts about the user's team, family and tools, written straight to the store
+memory.store.upsert("u", synthetic_facts("u", background_facts, random.Random(0), numbered=False))
 print(len(memory.store.get("u")), "current facts")
 
 # %%
-print(memory.profile("u"))
+print(memory.profile("u"))   # the 20 most important of them
 
 # %% [markdown]
 # ## Similarity against the floor
@@ -66,7 +72,7 @@ for q in queries:
 pd.DataFrame(rows)
 
 # %% [markdown]
-# Small talk never became a fact, so a noisy turn like *"It was hot yesterday."* finds only weak matches, and they stay below the floor. The last query shows a trap: facts are written in the third person (*"User is …"*), so a query that says *"the user"* is pulled towards every fact; two of them clear the floor (and would enter through the dense channel).
+# Small talk never became a fact, so a noisy turn like *"It was hot yesterday."* finds only weak matches, and they stay below the floor. The last query shows a trap: facts are written in the third person (*"User is …"*), so a query that says *"the user"* is pulled towards every fact, and some of them clear the floor (and would enter through the dense channel).
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -95,7 +101,7 @@ pd.DataFrame({"0.7 sim + 0.3 importance": both, "similarity only": sim_only})
 
 # %% [markdown]
 # ## The profile block and the context account
-# A question with no similar fact: with the profile block (default, `profile_tokens=150`) the user's facts still arrive, most important first; with `profile_tokens=0` only recall decides, and no fact gets in (the turns that said it can still arrive as episodes). The account says which item got in and why, with tokens per part.
+# A question with no similar fact: with the profile block (default, `profile_tokens=150`) the user's facts still arrive, most important first; with `profile_tokens=0` only recall decides: no fact is about running, yet facts that merely share the word *long* get in through the lexical channel (the turns that mentioned running can still arrive as episodes). The account says which item got in and why, with tokens per part.
 
 # %%
 ctx = memory.context("u", "new-session", "How far should my long run be?", budget=budget)

@@ -10,7 +10,7 @@
 #       format_version: '1.3'
 #       jupytext_version: 1.19.6
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -27,7 +27,7 @@
 # the write path's operation accuracy, and one plot. `memkit bench` runs the same thing from the shell.
 
 # %% tags=["parameters"]
-size = 8                 # conversations of the suite (60 in all); the default keeps this notebook fast
+size = 4                 # conversations of the suite (60 in all); the default keeps this notebook under 20 s
 budget = 1200            # context tokens per probe
 k = 5
 strategies = ["full", "window", "summary", "two-layer:keyed", "two-layer:similarity"]

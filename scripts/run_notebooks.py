@@ -32,7 +32,6 @@ def main(paths: list[str]) -> None:
                        resources={"metadata": {"path": str(path.parent)}}).execute()
         for cell in nb.cells:
             cell.metadata.pop("execution", None)
-        nb.metadata["language_info"] = {"name": "python"}  # the kernel's patch version would churn every run
         jupytext.write(nb, path.with_suffix(".ipynb"))
         print(f"{path.stem}: {time.perf_counter() - start:.1f} s")
     print(f"all: {time.perf_counter() - total:.1f} s")

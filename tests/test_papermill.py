@@ -17,6 +17,10 @@ CASES = {
     "06_isolation": ({}, lambda t: "allowed" not in set(t["result"])),
     "07_strategies": ({"size": 1, "budget": 500, "strategies": ["window", "two-layer:keyed"]},
                       lambda t: set(t["strategy"]) == {"window", "two-layer:keyed"}),
+    "08_real_conversations": ({"conversation": 1, "budgets": [200, 400], "show_widgets": False,
+                               "strategies": ["window", "two-layer:keyed", "rag:bm25"]},
+                              lambda t: set(t["strategy"]) == {"window", "two-layer:keyed", "rag:bm25"}
+                              and {"200", "400"} <= set(t.columns)),
 }
 
 

@@ -47,11 +47,15 @@ _SUFFIX = re.compile(r" #\d+$")
 DEFAULT_SIZES = ("100x10", "100x100", "100x1000", "1x10000", "1000x100", "10000x10")
 
 
-def synthetic_facts(user_id: str, n: int, rng: random.Random) -> list[Fact]:
-    """``n`` varied, deterministic facts for one user."""
+def synthetic_facts(user_id: str, n: int, rng: random.Random, numbered: bool = True) -> list[Fact]:
+    """``n`` varied, deterministic facts for one user. ``numbered``: each text made distinct by a ``#n`` (any
+    ``n``); otherwise ``n`` distinct sentences (at most 800)."""
+    if numbered:
+        texts = [f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} #{i}" for i in range(n)]
+    else:
+        texts = [f"{s} {v} {o}." for s, v, o in rng.sample([(s, v, o) for s in SUBJECTS for v in VERBS for o in OBJECTS], n)]
     return [Fact(id=f"{user_id}-{i}", user_id=user_id, importance=round(rng.random(), 2), created_at=1.0 + i,
-                 valid_from=1.0 + i, text=f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} #{i}")
-            for i in range(n)]
+                 valid_from=1.0 + i, text=text) for i, text in enumerate(texts)]
 
 
 def synthetic_episodes(user_id: str, n: int, rng: random.Random) -> list[Episode]:
