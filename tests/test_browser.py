@@ -61,6 +61,21 @@ def lab(tmp_path):
         proc.kill()
 
 
+def _open(p, url: str, token: str, name: str):
+    """Chromium on JupyterLab with notebook ``name`` open (and its kernel chosen, if JupyterLab asks)."""
+    browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{url}/lab/tree/{name}?token={token}", timeout=120_000)
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
+    select = page.locator(".jp-Dialog button:has-text('Select')")
+    try:  # a fresh JupyterLab may ask which kernel to start
+        select.wait_for(timeout=15_000)
+        select.click()
+    except Exception:
+        pass
+    return browser, page
+
+
 def test_notebook_one_renders_widgets_and_plots(lab, tmp_path):
     from playwright.sync_api import sync_playwright
 
@@ -68,16 +83,7 @@ def test_notebook_one_renders_widgets_and_plots(lab, tmp_path):
     shot = Path(os.environ.get("MEMKIT_SCREENSHOT_DIR", tmp_path)) / "notebook1.png"
     shot.parent.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(f"{url}/lab/tree/{NOTEBOOK.name}?token={token}", timeout=120_000)
-        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
-        select = page.locator(".jp-Dialog button:has-text('Select')")
-        try:  # a fresh JupyterLab may ask which kernel to start
-            select.wait_for(timeout=15_000)
-            select.click()
-        except Exception:
-            pass
+        browser, page = _open(p, url, token, NOTEBOOK.name)
         page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000)
         page.locator('.lm-MenuBar-itemLabel:text-is("Run")').click()
         page.locator('li[data-command="runmenu:run-all"]').click()
@@ -109,16 +115,7 @@ def test_an_unrun_notebook_shows_its_widgets_and_is_not_modified_by_opening(lab,
     shot = Path(os.environ.get("MEMKIT_SCREENSHOT_DIR", tmp_path)) / "notebook8-on-open.png"
     shot.parent.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(f"{url}/lab/tree/{UNRUN.name}?token={token}", timeout=120_000)
-        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
-        select = page.locator(".jp-Dialog button:has-text('Select')")
-        try:  # a fresh JupyterLab may ask which kernel to start
-            select.wait_for(timeout=15_000)
-            select.click()
-        except Exception:
-            pass
+        browser, page = _open(p, url, token, UNRUN.name)
         # nothing is run: the explorer is drawn from the widget state stored in the notebook
         try:
             page.wait_for_selector(".jp-OutputArea .jupyter-widgets select", timeout=120_000)
