@@ -1,10 +1,10 @@
 """The semantic layer's store: the only module that imports chromadb, and where user isolation is enforced.
 
-Layout: one collection of *current* facts per user (and one of history events), named by a hash of the
+Layout: one collection of *current* facts per user (and one of episodes), named by a hash of the
 ``user_id`` (Chroma names allow only ``[a-zA-Z0-9._-]``). A search therefore never filters across
 users: it opens that user's collection or none, so its cost grows with the user's facts, not with
-everyone's (DESIGN §5: 2 ms instead of 54 ms median at 100k facts), and it needs no metadata filter:
-superseded versions live in the history, where ``as_of`` and ``get(include_superseded=True)`` find
+everyone's (docs/architecture.md §6: 2 ms instead of 54 ms median at 100k facts), and it needs no metadata filter:
+superseded versions live in the event log, where ``as_of`` and ``get(include_superseded=True)`` find
 them. There is no cross-user query.
 """
 

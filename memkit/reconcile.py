@@ -1,6 +1,6 @@
 """Conflict policies: ``plan`` turns candidate facts into explicit events; ``apply`` writes them and their history.
 
-Plan first, apply second, so a caller can show a plan without applying it (DESIGN §4).
+Plan first, apply second, so a caller can show a plan without applying it (docs/architecture.md §3).
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def _keyed(store: FactStore, user_id: str, cands: Sequence[Candidate], t: float,
     for c in cands:
         old = None
         if c.key:
-            same = store.get(user_id, where={"key": c.key})
+            same = store.profile(user_id, keys=[c.key])  # the current facts of that key, without a Chroma read
             old = max(same, key=lambda f: f.valid_from) if same else None
         if old is None:
             near, sim = _nearest(store, user_id, c.text)
@@ -105,7 +105,7 @@ def plan_append(store: FactStore, user_id: str, cands: Sequence[Candidate], t: f
     """Add-only: nothing is overwritten (exact repeats are NOOP); the newest fact of a key wins at read time."""
     events = []
     for c in cands:
-        dup = [f for f in store.get(user_id, where={"key": c.key})] if c.key else []
+        dup = store.profile(user_id, keys=[c.key]) if c.key else []
         dup = [f for f in dup if f.text == c.text]
         if dup:
             events.append(Event(EventKind.NOOP, user_id, dup[0].id, dup[0], dup[0], "same text", c.source, t))

@@ -34,7 +34,7 @@ class Turn:
 
 @dataclass(frozen=True)
 class Fact:
-    """A durable statement about one user (DESIGN §4)."""
+    """A durable statement about one user (docs/architecture.md §1)."""
 
     id: str
     user_id: str

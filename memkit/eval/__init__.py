@@ -1,4 +1,4 @@
-"""Evaluation: benchmark data, metrics and a runner that compares memory strategies (DESIGN §6–7)."""
+"""Evaluation: benchmark data, metrics and a runner that compares memory strategies (docs/architecture.md §5)."""
 
 from .data import (FORMATS, SUITES, Conversation, Probe, builtin_suite, load, load_locomo, load_longmemeval,
                    load_memkit, write_suite)

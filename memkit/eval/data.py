@@ -1,4 +1,4 @@
-"""Benchmark conversations: the memkit JSONL format (DESIGN §6) and converters from LoCoMo and LongMemEval files."""
+"""Benchmark conversations: the memkit JSONL format (docs/architecture.md §5) and converters from LoCoMo and LongMemEval files."""
 
 from __future__ import annotations
 

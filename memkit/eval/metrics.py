@@ -1,4 +1,4 @@
-"""Metric definitions (DESIGN §7), each a small pure function so notebooks and the runner share them."""
+"""Metric definitions (docs/architecture.md §5), each a small pure function so notebooks and the runner share them."""
 
 from __future__ import annotations
 
