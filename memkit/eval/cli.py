@@ -97,8 +97,9 @@ def cmd_bench_scale(args: argparse.Namespace) -> int:
     if min(min(p) for p in parsed) <= 0 or args.queries <= 0 or args.max_users <= 0 or not 0.0 <= args.episodes < 1.0:
         raise ConfigError("--size, --queries and --max-users must be positive and --episodes in [0, 1)")
     out = out_dir(args.out)
-    table = run(sizes, backends, args.queries, args.episodes, args.max_users)
+    table = run(sizes, backends, args.queries, args.episodes, args.max_users, partial=out / "scale.partial.csv")
     table.to_csv(out / "scale.csv", index=False)
+    (out / "scale.partial.csv").unlink(missing_ok=True)
     with pd.option_context("display.width", 250, "display.max_columns", 40):
         print(table.round(2).T.to_string(header=False))
     print(f"\nwrote {out}/scale.csv")

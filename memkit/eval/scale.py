@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ..embed import MiniLMEmbedder, shared_embedder
-from ..facts import MAX_USERS, FactStore
+from ..facts import MAX_USERS, FactStore, _raise_open_file_limit
 from ..memory import Memory
 from ..types import Episode, Fact
 
@@ -212,6 +212,7 @@ class ChromaServer:
             self.port = s.getsockname()[1]
         self.folder = Path(tempfile.mkdtemp(prefix="memkit-scale-server-"))
         chroma = Path(sys.executable).with_name("chroma")
+        _raise_open_file_limit()  # the server sizes its index cache from the limit it inherits
         with open(self.folder / "chroma.log", "w") as out:
             self.proc = subprocess.Popen([str(chroma), "run", "--path", str(self.folder / "data"), "--host",
                                           "127.0.0.1", "--port", str(self.port)], stdout=out, stderr=subprocess.STDOUT)
@@ -235,8 +236,10 @@ class ChromaServer:
 
 
 def run(sizes: Sequence[str], backends: Sequence[str] = ("persistent",), queries: int = 200,
-        episode_share: float = 0.5, max_users: int = MAX_USERS, echo: Callable[[str], None] = print) -> pd.DataFrame:
-    """Every size on every backend, each in a fresh process (one server per http row); one row each."""
+        episode_share: float = 0.5, max_users: int = MAX_USERS, echo: Callable[[str], None] = print,
+        partial: Path | None = None) -> pd.DataFrame:
+    """Every size on every backend, each in a fresh process (one server per http row); one row each.
+    With ``partial``, the rows so far are written there as CSV after each size (a long sweep keeps what it did)."""
     rows = []
     spawn = multiprocessing.get_context("spawn")
     for backend in backends:
@@ -249,10 +252,15 @@ def run(sizes: Sequence[str], backends: Sequence[str] = ("persistent",), queries
                                       None, f"127.0.0.1:{server.port}" if server else None).result()
                 if server:
                     row["server_peak_rss_mb"] = server.peak_rss_mb()
+                echo(f"{backend} {size}: context p95 {row['context_p95_ms']:.1f} ms, peak RSS {row['peak_rss_mb']:.0f} MB")
+            except Exception as e:  # one size failing (a server error at scale) is a result too: keep the others
+                row = {"backend": backend, "users": users, "items_per_user": items, "error": f"{type(e).__name__}: {e}"}
+                echo(f"{backend} {size}: failed: {row['error']}")
             finally:
                 if server:
                     server.stop()
-            echo(f"{backend} {size}: context p95 {row['context_p95_ms']:.1f} ms, peak RSS {row['peak_rss_mb']:.0f} MB")
             rows.append(row)
+            if partial is not None:
+                pd.DataFrame(rows).to_csv(partial, index=False)
     return pd.DataFrame(rows)
 
