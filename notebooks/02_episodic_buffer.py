@@ -37,6 +37,7 @@ import inspect
 import pandas as pd
 from memkit import EpisodicBuffer, ExtractiveSummarizer, tokens, viz
 from memkit.eval import builtin_suite
+pd.set_option("display.max_colwidth", 120)  # whole sentences in tables
 
 # %% [markdown]
 # ## Tokens, not characters

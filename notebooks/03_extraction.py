@@ -32,8 +32,10 @@ result_path = ""
 
 # %%
 import pandas as pd
+from IPython.display import display
 from memkit import EXTRACTION_PROMPT, LLMExtractor, RuleExtractor, Settings
 from memkit.eval import builtin_suite
+pd.set_option("display.max_colwidth", 120)  # whole sentences in tables
 
 rules = RuleExtractor()
 

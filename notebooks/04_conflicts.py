@@ -36,6 +36,7 @@ result_path = ""
 import pandas as pd
 from memkit import FactStore, RuleExtractor, Settings, reconcile, viz
 from memkit.widgets import ConflictTimeline
+pd.set_option("display.max_colwidth", 120)  # whole sentences in tables
 
 turns = [
     "I prefer metric units.",

@@ -43,6 +43,7 @@ import random
 from memkit.eval import builtin_suite
 from memkit.eval.scale import synthetic_facts
 from memkit.widgets import RecallExplorer
+pd.set_option("display.max_colwidth", 120)  # whole sentences in tables
 
 conv = builtin_suite("first", conversations=conversation + 1)[conversation]
 memory = Memory(k=k, min_score=floor)   # profile_tokens=150 by default

@@ -30,8 +30,9 @@ result_path = ""
 
 # %%
 import pandas as pd
-from memkit import FactStore, IsolationError, Memory, MemkitError, MissingUserId
+from memkit import Memory, MemkitError
 from memkit.types import Fact
+pd.set_option("display.max_colwidth", 120)  # whole sentences in tables
 
 memory = Memory()
 for user, session, text in [("alice", "a1", "I prefer metric units. My sister Ann is a nurse."),

@@ -37,6 +37,7 @@ result_path = ""
 import pandas as pd
 from memkit import viz
 from memkit.eval import builtin_suite, run
+pd.set_option("display.max_colwidth", 120)  # whole sentences in tables
 
 convs = builtin_suite("first", conversations=size)
 print(len(convs), "conversations,", sum(len(c.probes) for c in convs), "probes,",

@@ -44,6 +44,7 @@ from memkit.eval import builtin_suite, run
 from memkit.eval.data import feed
 from memkit.eval.metrics import evidence_recall
 from memkit.recall import RecallOptions
+pd.set_option("display.max_colwidth", 120)  # whole sentences in tables
 
 conv = builtin_suite("chats", conversations=conversation + 1)[conversation]
 speakers = sorted({t.speaker for s in conv.sessions for t in s.turns})

@@ -1,5 +1,6 @@
 """The notebooks' py:percent sources and their .ipynb pairs, and the copies the installed package hands out."""
 
+import io
 import json
 import subprocess
 import sys
@@ -50,3 +51,13 @@ def test_memkit_notebooks_copies_them_out_and_keeps_what_is_there(tmp_path):
     again = run()
     assert again.returncode == 2 and "--force" in again.stderr
     assert run("--force").returncode == 0
+
+
+def test_notebook_code_is_linted():
+    # undefined names, unused imports and the like, in the cells as users read them
+    from pyflakes.api import checkPath
+    from pyflakes.reporter import Reporter
+
+    out, err = io.StringIO(), io.StringIO()
+    problems = sum(checkPath(str(p), Reporter(out, err)) for p in SOURCES)
+    assert problems == 0, out.getvalue() + err.getvalue()
