@@ -6,7 +6,7 @@ of the calls and the token budget of the assembled context.
 
 from __future__ import annotations
 
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError
 from dataclasses import replace
 from typing import Any, Callable, Sequence
 
@@ -90,6 +90,20 @@ class Memory:
             self._warming[user_id] = self._pool.submit(self.store.warm, user_id)
         self.sessions[session_id] = buf
         return buf
+
+    def ready(self, user_id: str, timeout: float | None = None) -> bool:
+        """Whether the background load a session opening started for ``user_id`` has finished, waiting up to
+        ``timeout`` seconds for it (None: as long as it takes). True when nothing is loading."""
+        warming = self._warming.get(user_id)
+        if warming is None:
+            return True
+        try:
+            warming.result(timeout=timeout)
+        except TimeoutError:
+            return False
+        except Exception:  # a failed warm-up is not the read path's problem: the read loads what it needs
+            pass
+        return True
 
     def end_session(self, user_id: str, session_id: str, keep: bool = False) -> None:
         """Close a session: kept in the session store to resume later, or discarded (its turns stay as episodes)."""

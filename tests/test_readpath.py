@@ -38,10 +38,8 @@ def test_opening_a_session_loads_the_user_in_the_background(tmp_path, embedder):
     assert _pending(store, "u") == 5
     m = Memory(store=store)
     m.session("u", "new")
-    deadline = time.time() + 30
-    while _pending(store, "u") and time.time() < deadline:
-        time.sleep(0.05)
-    assert _pending(store, "u") == 0
+    assert m.ready("u", timeout=60)
+    assert _pending(store, "u") == 0  # the load embedded them
     ctx = m.context("u", "new", "What tea do I like?", budget=300)
     assert ctx.notes == () and "tea" in ctx.text
     m.close()
@@ -55,7 +53,7 @@ def test_a_read_before_the_load_finishes_says_so(embedder):
     ctx = m.context("u", "fresh", "Do I play chess?", budget=300)  # the session opens with this call
     assert any("still loading" in n for n in ctx.notes)
     assert "chess" in ctx.text  # the read is still complete
-    time.sleep(1.6)
+    assert m.ready("u", timeout=60)
     assert m.context("u", "fresh", "Do I play chess?", budget=300).notes == ()
     m.close()
 
