@@ -53,14 +53,15 @@ class EventLog:
     def __init__(self, db: Any, guard: Any, begin: str, param: str, lock: Any, check: Any, closer: Any = None) -> None:
         self._db, self._guard, self._begin, self._param = db, guard, begin, param
         self.owner_lock, self._check, self._closer = lock, check, closer
-        with guard:
-            self._script(SCHEMA.format(serial="INTEGER" if param == "?" else "BIGSERIAL"))
+        with guard:  # the tables exist (each constructor creates them as its database needs)
             if not self._db.execute("SELECT 1 FROM profile LIMIT 1").fetchall():
                 self._backfill()
 
     @classmethod
     def sqlite(cls, records: Records) -> "EventLog":
         """The log in the store's SQLite records file (WAL), locked per user with the records' file lock."""
+        with records._lock:
+            records._db.executescript(SCHEMA.format(serial="INTEGER"))
         return cls(records._db, records._lock, "BEGIN IMMEDIATE", "?", records.owner_lock, records._check)
 
     @classmethod
@@ -101,10 +102,6 @@ class EventLog:
     # ---- plumbing ----------------------------------------------------------------------------
     def _sql(self, sql: str) -> str:
         return sql if self._param == "?" else sql.replace("?", "%s")
-
-    def _script(self, script: str) -> None:
-        for stmt in filter(str.strip, script.split(";")):
-            self._db.execute(stmt)
 
     def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[tuple]:
         with self._guard:
