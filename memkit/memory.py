@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError
 from dataclasses import replace
-from typing import Any, Callable, Sequence
+from itertools import islice
+from typing import Any, Callable, Iterator, Sequence
 
 from . import assemble, reconcile, tokens, validate
 from .config import Settings
@@ -58,7 +59,11 @@ class Memory:
         self.sessions: dict[str, EpisodicBuffer] = {}
         self.pending: list[tuple[str, list[Candidate], float | None]] = []  # planned later: the store was down
         self.pending_turns: list[tuple[str, Turn, str | None]] = []  # extracted later: the model was down
-        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memkit")
+        # documents are retrieved beside the memory read; sessions warm up on a thread of their own, so a burst
+        # of opened sessions never queues ahead of a read. Memory itself is searched in the caller's thread:
+        # on 2 cores, handing a search to another thread made reads slower (README, "Read path at scale")
+        self._docs = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memkit-docs")
+        self._warmer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memkit-warm")
         self._warming: dict[str, Future] = {}  # user_id -> the background load started when a session opened
 
     @classmethod
@@ -87,7 +92,7 @@ class Memory:
             raise IsolationError(f"session {session_id!r} belongs to another user")
         if session_id not in self.sessions:  # a session opens: load the user's indexes in the background
             self._warming = {u: f for u, f in self._warming.items() if not f.done()}
-            self._warming[user_id] = self._pool.submit(self.store.warm, user_id)
+            self._warming[user_id] = self._warmer.submit(self.store.warm, user_id)
         self.sessions[session_id] = buf
         return buf
 
@@ -203,14 +208,19 @@ class Memory:
         return self._fact_hits(user_id, query, vector, k, min_score)
 
     def _fact_hits(self, user_id: str, query: str, vector: Sequence[float] | None, k: int | None = None,
-                   min_score: float | None = None) -> list[Hit]:
+                   min_score: float | None = None, profile_tokens: int | None = None) -> list[Hit]:
         k = k or self.k
+        profile_tokens = self.profile_tokens if profile_tokens is None else profile_tokens
         floor = self.min_score if min_score is None else min_score
-        recalled = recall_facts(self.store, user_id, query, vector, floor, self.recall_options) if query.strip() else []
+        resolves = getattr(self.policy, "resolves_at_read", True)
+        # a policy that resolves at write time has one current fact per key: the first k recalled are the k shown
+        found = recall_facts(self.store, user_id, query, vector, floor, self.recall_options,
+                             page=None if resolves else k) if query.strip() else iter(())
+        recalled = list(found if resolves else islice(found, k))
         # the profile block: the most important current facts, from the maintained profile (a bounded read)
-        top = self.store.profile(user_id, limit=self.profile_tokens // 5 + k) if self.profile_tokens else []
+        top = self.store.profile(user_id, limit=profile_tokens // 5 + k) if profile_tokens else []
         shown_for_key: dict[str, Fact] = {}
-        if getattr(self.policy, "resolves_at_read", True):
+        if resolves:
             # a policy that resolves conflicts at read time (append) shows the fact each key resolves to, in
             # place of a recalled or top one of that key; the others resolved them when writing
             keys = sorted({f.key for f in [r.item for r in recalled] + top if f.key})
@@ -222,7 +232,7 @@ class Memory:
             f = shown_for_key.get(r.item.key, r.item) if r.item.key else r.item
             hits.setdefault(f.id, Hit(f, r.similarity, r.score, why=r.why))
         shown = list(hits.values())[:k]
-        if not self.profile_tokens:
+        if not profile_tokens:
             return shown
         have = {h.fact.id for h in shown} | {h.fact.key for h in shown if h.fact.key}
         rest = sorted((f for f in top if f.id not in have and f.key not in have),
@@ -230,15 +240,17 @@ class Memory:
         nan = float("nan")
         return shown + [Hit(f, nan, nan, why="profile") for f in rest]
 
-    def _recall(self, user_id: str, query: str, budget: int, k: int | None = None,
-                min_score: float | None = None) -> tuple[list[Hit], list[Recalled]]:
+    def _recall(self, user_id: str, query: str, budget: int, profile_tokens: int, k: int | None = None,
+                min_score: float | None = None) -> tuple[list[Hit], Iterator[Recalled]]:
         if not query.strip():
-            return self._fact_hits(user_id, query, None, k, min_score), []
+            return self._fact_hits(user_id, query, None, k, min_score, profile_tokens), iter(())
         vector = self.store.embed_query(query) if "dense" in self.recall_options.channels else None
-        facts = self._fact_hits(user_id, query, vector, k, min_score) if self.facts else []
         # read deep enough to fill the budget with short turns (about 10 tokens each)
         options = replace(self.recall_options, depth=max(self.recall_options.depth, budget // 10))
-        episodes = recall_episodes(self.store, user_id, query, vector, options) if self.episodes else []
+        facts = self._fact_hits(user_id, query, vector, k, min_score, profile_tokens) if self.facts else []
+        # read by id a page at a time, about what the budget holds: packing stops when the budget is spent
+        episodes = recall_episodes(self.store, user_id, query, vector, options, page=max(budget // 10, 10)) \
+            if self.episodes else iter(())
         return facts, episodes
 
     def context(self, user_id: str, session_id: str, query: str, budget: int = 1200, k: int | None = None,
@@ -258,17 +270,15 @@ class Memory:
         warming = self._warming.get(user_id)
         notes = ("cold read: the user's indexes were still loading (the session opened moments ago)",) \
             if warming is not None and not warming.done() else ()
-        recall_future = self._pool.submit(self._recall, user_id, query, budget, k, min_score)
-        docs_future = self._pool.submit(self.retriever, query) if self.retriever else None
-        summary, window = buf.summary, list(buf.window)  # the episodic read, while the searches run
+        docs_future = self._docs.submit(self.retriever, query) if self.retriever else None
+        summary, window = buf.summary, list(buf.window)  # the episodic read: the session's buffer, in memory
         in_session = {t.id for t in buf.turns}
-        fact_hits, episodes = recall_future.result()
         doc_budget = int(budget * self.document_share) if docs_future else 0
         left = budget - doc_budget
         newest = sum(t.tokens for t in window[-1:])
         reserve = min(max(newest, min(sum(t.tokens for t in window), int(left * self.window_share))), left)
-
         profile = min(self.profile_tokens, int(left * PROFILE_SHARE))
+        fact_hits, episodes = self._recall(user_id, query, budget, profile, k, min_score)
         facts = assemble.pack_facts(fact_hits, left - reserve, profile)
         left -= facts.tokens
         shown_sources = {s for item in facts.items for s in item["source"]}
@@ -320,5 +330,6 @@ class Memory:
         return "User profile:\n" + "\n".join(lines + tail) if facts else "User profile: (empty)"
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._warmer.shutdown(wait=True, cancel_futures=True)
+        self._docs.shutdown(wait=True, cancel_futures=True)
         self.store.close()

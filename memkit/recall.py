@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from .facts import FactStore
 from .types import Recalled
@@ -55,23 +55,26 @@ def fuse(rankings: dict[str, Sequence[str]], options: RecallOptions) -> list[tup
 
 
 def recall_facts(store: FactStore, user_id: str, query: str, vector: Sequence[float] | None, floor: float,
-                 options: RecallOptions = RecallOptions()) -> list[Recalled]:
+                 options: RecallOptions = RecallOptions(), page: int | None = None) -> Iterator[Recalled]:
     """The user's current facts for ``query`` by fused rank; dense hits below ``floor`` do not count.
-    The facts are read by id from the maintained profile."""
+    The facts are read by id from the maintained profile, ``page`` ids at a time (None: all at once)."""
     return _recall(store, user_id, "facts", query, vector, options, floor,
-                   lambda ids: store.profile(user_id, ids=ids))
+                   lambda ids: store.profile(user_id, ids=ids), page)
 
 
 def recall_episodes(store: FactStore, user_id: str, query: str, vector: Sequence[float] | None,
-                    options: RecallOptions = RecallOptions()) -> list[Recalled]:
-    """The user's episodes (past turns) for ``query`` by fused rank; no floor: they compete on rank."""
+                    options: RecallOptions = RecallOptions(), page: int | None = None) -> Iterator[Recalled]:
+    """The user's episodes (past turns) for ``query`` by fused rank; no floor: they compete on rank.
+    The episodes are read by id from their records, ``page`` ids at a time (None: all at once)."""
     return _recall(store, user_id, "episodes", query, vector, options, -math.inf,
-                   lambda ids: store.episodes(user_id, ids))
+                   lambda ids: store.episodes(user_id, ids), page)
 
 
 def _recall(store: FactStore, user_id: str, part: str, query: str, vector: Sequence[float] | None,
-            options: RecallOptions, floor: float, fetch: Callable[[list[str]], Sequence[Any]]) -> list[Recalled]:
-    """Both channels over one part, fused; the items are read once, by id, from their store of record."""
+            options: RecallOptions, floor: float, fetch: Callable[[list[str]], Sequence[Any]],
+            page: int | None) -> Iterator[Recalled]:
+    """Both channels over one part, fused now; the items are read by id from their store of record as the
+    caller takes them, a page at a time, so a read that stops early (a full budget) fetches no more."""
     rankings: dict[str, list[str]] = {}
     sims: dict[str, float] = {}
     if "dense" in options.channels and vector is not None:
@@ -80,9 +83,16 @@ def _recall(store: FactStore, user_id: str, part: str, query: str, vector: Seque
         rankings["dense"] = [i for i, sim in dense if sim >= floor]
     if "lexical" in options.channels:
         rankings["lexical"] = [i for i, _ in store.lexical(user_id, part, query, options.depth)]
-    fused = fuse(rankings, options)
-    items = {x.id: x for x in fetch([i for i, _, _ in fused])} if fused else {}
-    return [Recalled(items[i], s, r, sims.get(i, math.nan), _why(r)) for i, s, r in fused if i in items]
+    return _fetched(fuse(rankings, options), sims, fetch, page)
+
+
+def _fetched(fused: list[tuple[str, float, dict[str, int]]], sims: dict[str, float],
+             fetch: Callable[[list[str]], Sequence[Any]], page: int | None) -> Iterator[Recalled]:
+    size = page or max(len(fused), 1)
+    for start in range(0, len(fused), size):
+        chunk = fused[start:start + size]
+        items = {x.id: x for x in fetch([i for i, _, _ in chunk])}
+        yield from (Recalled(items[i], s, r, sims.get(i, math.nan), _why(r)) for i, s, r in chunk if i in items)
 
 
 def _why(ranks: dict[str, int]) -> str:

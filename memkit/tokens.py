@@ -55,8 +55,9 @@ def encoding(name: str = "cl100k_base") -> tiktoken.Encoding:
     return tiktoken.Encoding(**params)
 
 
+@lru_cache(maxsize=1 << 15)
 def count(text: str, name: str = "cl100k_base") -> int:
-    """Number of tokens in ``text``."""
+    """Number of tokens in ``text`` (remembered for the most recent texts: a read counts the same lines again)."""
     return len(encoding(name).encode(text, disallowed_special=()))
 
 

@@ -47,6 +47,17 @@ def test_observed_turns_survive_a_restart_before_their_embedding(tmp_path, reque
     s2.close()
 
 
+def test_a_read_in_pages_finds_what_a_read_at_once_finds(store):
+    for i, text in enumerate(["I bake sourdough on Sundays.", "My sourdough starter is called Bubbles.",
+                              "We hiked near the lake.", "Sourdough needs a warm kitchen.", "I sold my bike."]):
+        store.add_episode("u", ep("u", text, turn=f"s1:{i}"))
+    vec = store.embed_query("sourdough starter")
+    at_once = [(r.item.id, r.why) for r in recall_episodes(store, "u", "sourdough starter", vec)]
+    for page in (1, 2, 3):
+        assert [(r.item.id, r.why) for r in recall_episodes(store, "u", "sourdough starter", vec, page=page)] == at_once
+    assert len(at_once) == 5
+
+
 def test_fusion_keeps_each_channels_rank_and_prefers_agreement():
     fused = fuse({"lexical": ["a", "b", "c"], "dense": ["b", "d"]}, RecallOptions(rrf_k=10))
     assert fused[0][0] == "b" and fused[0][2] == {"lexical": 2, "dense": 1}
