@@ -36,7 +36,8 @@ CREATE INDEX IF NOT EXISTS events_unapplied ON events(applied, seq);
 CREATE TABLE IF NOT EXISTS profile (
   owner TEXT NOT NULL, fact_id TEXT NOT NULL, key TEXT, importance DOUBLE PRECISION NOT NULL,
   valid_from DOUBLE PRECISION NOT NULL, body TEXT NOT NULL, PRIMARY KEY (owner, fact_id));
-CREATE INDEX IF NOT EXISTS profile_rank ON profile(owner, importance DESC, valid_from DESC);
+DROP INDEX IF EXISTS profile_rank;
+CREATE INDEX IF NOT EXISTS profile_order ON profile(owner, importance DESC, valid_from DESC, fact_id);
 CREATE INDEX IF NOT EXISTS profile_key ON profile(owner, key);
 """
 # Events that change the fact index; the others (NOOP, ERROR) are history only and born applied.
