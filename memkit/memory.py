@@ -217,8 +217,9 @@ class Memory:
         found = recall_facts(self.store, user_id, query, vector, floor, self.recall_options,
                              page=None if resolves else k) if query.strip() else iter(())
         recalled = list(found if resolves else islice(found, k))
-        # the profile block: the most important current facts, from the maintained profile (a bounded read)
-        top = self.store.profile(user_id, limit=profile_tokens // 5 + k) if profile_tokens else []
+        # the profile block: the most important current facts, from the maintained profile, as many as the
+        # block can hold (a line costs at least 3 tokens: "- ", a word and the newline) besides the k shown
+        top = self.store.profile(user_id, limit=profile_tokens // 3 + k) if profile_tokens else []
         shown_for_key: dict[str, Fact] = {}
         if resolves:
             # a policy that resolves conflicts at read time (append) shows the fact each key resolves to, in

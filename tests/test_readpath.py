@@ -9,7 +9,7 @@ from memkit import FactStore, Memory
 from memkit.embed import MiniLMEmbedder
 from memkit.errors import InvalidArgument
 from memkit.eval.scale import synthetic_facts
-from memkit.types import Episode
+from memkit.types import Episode, Fact
 
 import random
 
@@ -95,3 +95,16 @@ def test_context_profile_comes_from_the_maintained_profile_under_concurrent_writ
     assert len(current) == 1 and view(m.store.profile("u")) == view(current)
     ctx = m.context("u", "s0", "hello", budget=400)
     assert current[0].text in ctx.text
+
+
+def test_the_profile_block_fills_its_share_with_short_facts(embedder):
+    store = FactStore.ephemeral(embedder)
+    letters = [chr(c) for c in range(ord("A"), ord("Z") + 1)]  # "- A" and its newline: 3 tokens a line
+    store.upsert("u", [Fact(id=f"f{i}", user_id="u", text=t, importance=1 - i / 100, created_at=1.0, valid_from=1.0)
+                       for i, t in enumerate(letters)])
+    m = Memory(store=store, profile_tokens=60, episodes=False)
+    ctx = m.context("u", "s", "weather tomorrow", budget=1200)
+    facts = next(p for p in ctx.parts if p.name == "facts")
+    profile = [i for i in facts.items if i["why"] == "profile"]
+    assert len(profile) == 20 and [i["text"] for i in profile] == letters[:20]  # the 20 most important fit
+    store.close()
