@@ -28,13 +28,13 @@ from pathlib import Path
 import pandas as pd
 
 from memkit import FactStore, Memory
-from memkit.eval.scale import ChromaServer
+from memkit.server import ChromaServer
 from memkit.types import Candidate, EventKind
 
 CHILD = """
 import sys
 from memkit import FactStore, Memory
-from memkit.eval.scale import ChromaServer
+from memkit.server import ChromaServer
 from memkit.types import Candidate
 m = Memory(store=FactStore.persistent(sys.argv[1]))
 start = int(sys.argv[2])
@@ -45,7 +45,7 @@ for i in range(start, start + 100000):
 WRITER = """
 import sys
 from memkit import FactStore, Memory
-from memkit.eval.scale import ChromaServer
+from memkit.server import ChromaServer
 from memkit.types import Candidate
 log = sys.argv[5] if len(sys.argv) > 5 else None
 m = Memory(store=FactStore.http("127.0.0.1", int(sys.argv[1]), records=sys.argv[2], log=log))
@@ -78,7 +78,7 @@ def processes(writes: int, log: str | None = None) -> dict:
     """4 writer processes; with ``log`` (a PostgreSQL URL) each has its own records file, as on separate
     machines, and they share only the Chroma server and the log."""
     folder = Path(tempfile.mkdtemp(prefix="memkit-wp-"))
-    server = ChromaServer()
+    server = ChromaServer().start()
     port = server.port
     try:
         records = str(folder / "shared.sqlite3")

@@ -2,62 +2,15 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from fake_openai import FakeOpenAI  # noqa: E402
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def chroma_cli() -> str:
-    exe = Path(sys.executable).parent / "chroma"
-    return str(exe) if exe.exists() else (shutil.which("chroma") or "chroma")
-
-
-class ChromaServer:
-    """A real `chroma run` on a free loopback port, with its log in a file."""
-
-    def __init__(self, path: Path) -> None:
-        self.path, self.port, self.proc = path, free_port(), None
-        self.log = path.parent / f"chroma-{self.port}.log"
-
-    def start(self) -> "ChromaServer":
-        self.proc = subprocess.Popen([chroma_cli(), "run", "--path", str(self.path), "--host", "127.0.0.1",
-                                      "--port", str(self.port)], stdout=self.log.open("w"), stderr=subprocess.STDOUT)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                if httpx.get(f"http://127.0.0.1:{self.port}/api/v2/heartbeat", timeout=1).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                time.sleep(0.3)
-            if self.proc.poll() is not None:
-                break
-        raise RuntimeError(f"chroma run did not start; log: {self.log.read_text()[-2000:]}")
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+from memkit.server import ChromaServer  # noqa: E402
 
 
 @pytest.fixture(scope="session")

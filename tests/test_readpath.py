@@ -1,5 +1,6 @@
 """The read path at scale: warm sessions, the LRU cap on loaded users, the maintained profile in context."""
 
+import os
 import threading
 import time
 
@@ -9,6 +10,7 @@ from memkit import FactStore, Memory
 from memkit.embed import MiniLMEmbedder
 from memkit.errors import InvalidArgument
 from memkit.eval.scale import synthetic_facts
+from memkit.server import ChromaServer
 from memkit.types import Episode, Fact
 
 import random
@@ -108,3 +110,24 @@ def test_the_profile_block_fills_its_share_with_short_facts(embedder):
     profile = [i for i in facts.items if i["why"] == "profile"]
     assert len(profile) == 20 and [i["text"] for i in profile] == letters[:20]  # the 20 most important fit
     store.close()
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts the server's open files in /proc")
+def test_a_bounded_server_keeps_few_indexes_open_and_reads_every_user_back(tmp_path, embedder):
+    with ChromaServer(tmp_path / "data", max_users=2) as server:  # keep about 4 indexes loaded
+        store = FactStore.http("127.0.0.1", server.port, embedder, records=tmp_path / "r.sqlite3")
+        rng = random.Random(0)
+        users = [f"u{i}" for i in range(40)]
+        for u in users:
+            store.upsert(u, synthetic_facts(u, 3, rng))
+            for j in range(3):
+                store.add_episode(u, Episode("", u, "s", f"s:{j}", "user", "user", f"I like tea number {j}.", 1.0 + j, 8))
+            store.embed_pending(u)
+        vec = store.embed_query("tea")
+        assert all(len(store.dense(u, part, vec, 5)) == 3 for u in users for part in ("facts", "episodes"))
+        files = [os.readlink(f"/proc/{server.proc.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{server.proc.pid}/fd")]
+        index_files = [f for f in files if f.endswith(".bin")]  # four per loaded index (header, data, length, links)
+        # unbounded, the server holds all 80 indexes open (320 files); bounded, it unloads some (Chroma's
+        # cache is sharded, so it keeps more than 4: 49 here)
+        assert 0 < len(index_files) < 3 * len(users) * 2
+        store.close()

@@ -12,13 +12,8 @@ from __future__ import annotations
 import multiprocessing
 import random
 import re
-import signal
-import socket
-import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -27,8 +22,9 @@ import numpy as np
 import pandas as pd
 
 from ..embed import MiniLMEmbedder, shared_embedder
-from ..facts import MAX_USERS, FactStore, _raise_open_file_limit
+from ..facts import MAX_USERS, FactStore
 from ..memory import Memory
+from ..server import ChromaServer
 from ..types import Episode, Fact
 
 SUBJECTS = ["User", "User's team", "User's sister", "User's manager", "User's client"]
@@ -211,38 +207,6 @@ def parse_size(text: str) -> tuple[int, int]:
     return int(users), int(items)
 
 
-class ChromaServer:
-    """A ``chroma run`` on a free loopback port for the http rows; its peak RSS is read from /proc."""
-
-    def __init__(self) -> None:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self.folder = Path(tempfile.mkdtemp(prefix="memkit-scale-server-"))
-        chroma = Path(sys.executable).with_name("chroma")
-        _raise_open_file_limit()  # the server sizes its index cache from the limit it inherits
-        with open(self.folder / "chroma.log", "w") as out:
-            self.proc = subprocess.Popen([str(chroma), "run", "--path", str(self.folder / "data"), "--host",
-                                          "127.0.0.1", "--port", str(self.port)], stdout=out, stderr=subprocess.STDOUT)
-        for _ in range(240):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/api/v2/heartbeat", timeout=1)
-                return
-            except OSError:
-                time.sleep(0.5)
-        raise RuntimeError(f"chroma run did not start; see {self.folder / 'chroma.log'}")
-
-    def peak_rss_mb(self) -> float:
-        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-        return float("nan")
-
-    def stop(self) -> None:
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait()
-
-
 def run(sizes: Sequence[str], backends: Sequence[str] = ("persistent",), queries: int = 200,
         episode_share: float = 0.5, max_users: int = MAX_USERS, echo: Callable[[str], None] = print,
         partial: Path | None = None) -> pd.DataFrame:
@@ -253,7 +217,7 @@ def run(sizes: Sequence[str], backends: Sequence[str] = ("persistent",), queries
     for backend in backends:
         for i, size in enumerate(sizes):
             users, items = parse_size(size)
-            server = ChromaServer() if backend == "http" else None
+            server = ChromaServer(max_users=max_users).start() if backend == "http" else None
             try:
                 with ProcessPoolExecutor(1, mp_context=spawn) as pool:
                     row = pool.submit(measure, users, items, backend, queries, episode_share, 400, max_users, i,
