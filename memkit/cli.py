@@ -1,4 +1,5 @@
-"""The ``memkit`` command: ``demo``, ``notebooks``, ``sweep``, and with the eval module ``bench``, ``bench-scale``, ``generate``."""
+"""The ``memkit`` command: ``demo``, ``notebooks``, ``serve``, ``sweep``, and with the eval module ``bench``,
+``bench-scale``, ``generate``."""
 
 from __future__ import annotations
 
@@ -27,6 +28,23 @@ def cmd_notebooks(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .server import ChromaServer, server_config
+
+    if args.print_config:
+        print(server_config(args.path, args.port, args.host, args.max_users), end="")
+        return 0
+    server = ChromaServer(args.path, args.port, args.host, args.max_users)
+    print(f"chroma run {server.config} (data in {server.path}, log in {server.log}); Ctrl-C stops it")
+    server.start()
+    try:
+        return server.proc.wait()
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        server.stop()
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -41,11 +59,20 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from .facts import MAX_USERS
+
     parser = argparse.ArgumentParser(prog="memkit", description="Two-layer memory for agents, offline by default.")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="play the Tuesday/Friday story and print both layers and Friday's context")
     demo.add_argument("--budget", type=int, default=400, help="context budget in tokens")
     demo.set_defaults(func=cmd_demo)
+    serve = sub.add_parser("serve", help="run Chroma's server (chroma run) on PATH with a bounded index cache")
+    serve.add_argument("path", help="the Chroma folder (an on-disk store's folder works too)")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--host", default="127.0.0.1", help="listen address (default: loopback only)")
+    serve.add_argument("--max-users", type=int, default=MAX_USERS, help="users whose indexes stay loaded")
+    serve.add_argument("--print-config", action="store_true", help="print the chroma run config and exit")
+    serve.set_defaults(func=cmd_serve)
     sweep = sub.add_parser("sweep", help="run a notebook over a parameter grid (papermill) and collect its results")
     sweep.add_argument("notebook", help="e.g. notebooks/07_strategies.ipynb")
     sweep.add_argument("-p", "--param", action="append", default=[], metavar="NAME=V1,V2",

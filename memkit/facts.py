@@ -484,8 +484,8 @@ def _lock_folder(folder: Path) -> None:
         os.close(fd)
         raise StoreLocked(
             f"{folder} is open in another process. Chroma's embedded store is not safe across processes: run "
-            f"`chroma run --path {folder}` and open it from every process with FactStore.http(host, port, "
-            f"records=<shared sqlite file>)") from None
+            f"`memkit serve {folder}` (Chroma's server with a bounded index cache) and open it from every process "
+            f"with FactStore.http(host, port, records=<shared sqlite file>)") from None
     _FOLDER_LOCKS[key] = fd
 
 

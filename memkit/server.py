@@ -19,12 +19,15 @@ import time
 import urllib.request
 from pathlib import Path
 
+from . import validate
 from .facts import MAX_USERS
 
 
 def server_config(path: str | Path, port: int, host: str = "127.0.0.1", max_users: int = MAX_USERS) -> str:
     """A ``chroma run`` config (YAML) storing under ``path`` and keeping ``max_users`` users' indexes loaded
     (facts and episodes: two each); the least recently used are unloaded and reload from disk when read."""
+    validate.positive_int("max_users", max_users)
+    validate.positive_int("port", port)
     return (f"persist_path: {json.dumps(str(path))}\nport: {int(port)}\nlisten_address: {json.dumps(host)}\n"
             "segment_manager:\n  hnsw_index_pool_cache_config:\n    memory:\n"
             f"      capacity: {2 * int(max_users)}\n")

@@ -34,6 +34,7 @@ def test_cli_edges_are_one_line_named_errors(tmp_path):
         (("bench", "--data", "data/chats.jsonl", "--strategy", "two-layer:llm", "--out", str(tmp_path / "o")),
          "MEMKIT_LLM_MODEL"),
         (("bench-scale", "--size", "abc", "--out", str(tmp_path / "o")), "--size"),
+        (("serve", str(tmp_path / "chroma"), "--max-users", "0"), "max_users"),
         (("sweep", nb, "-p", "=3", "--out", str(tmp_path / "o")), "NAME=V1"),
         (("sweep", nb, "-p", "budget=abc", "--out", str(tmp_path / "o")), "default is 1200"),
         (("sweep", nb, "-p", "budget=[1,", "--out", str(tmp_path / "o")), "JSON list"),
@@ -47,3 +48,13 @@ def test_cli_edges_are_one_line_named_errors(tmp_path):
         assert out.returncode == 2, (args, out.stderr[-500:])
         assert "Traceback" not in out.stderr and message in out.stderr, (args, out.stderr[-500:])
         assert len(out.stderr.strip().splitlines()) <= 2, out.stderr  # a progress line at most, then the error
+
+
+def test_serve_prints_a_config_that_bounds_the_servers_index_cache(tmp_path):
+    import yaml
+
+    out = _memkit("serve", str(tmp_path / "my data"), "--port", "8123", "--max-users", "10", "--print-config")
+    assert out.returncode == 0, out.stderr
+    config = yaml.safe_load(out.stdout)
+    assert config["persist_path"] == str(tmp_path / "my data") and config["port"] == 8123
+    assert config["segment_manager"]["hnsw_index_pool_cache_config"]["memory"]["capacity"] == 20

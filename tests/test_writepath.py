@@ -106,7 +106,7 @@ def test_a_second_process_on_one_persistent_folder_is_refused(tmp_path, embedder
     code = "import sys\nfrom memkit import FactStore\ntry:\n    FactStore.persistent(sys.argv[1])\n" \
            "except Exception as e:\n    print(type(e).__name__, e)\n"
     out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, cwd=ROOT, timeout=120)
-    assert out.stdout.startswith("StoreLocked") and "chroma run" in out.stdout
+    assert out.stdout.startswith("StoreLocked") and f"memkit serve {path}" in out.stdout
     s.close()
 
 

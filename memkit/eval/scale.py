@@ -12,6 +12,7 @@ from __future__ import annotations
 import multiprocessing
 import random
 import re
+import shutil
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -177,6 +178,8 @@ def measure(users: int, items_per_user: int, backend: str = "persistent", querie
                                                   embeddings=[store.embed_query(text)]))], rng)
     memory.close()
     disk = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+    if path is None:  # a temporary store: a 10,000-user size leaves gigabytes otherwise
+        shutil.rmtree(folder, ignore_errors=True)
     (c50, c95), (k50, k95), (o50, o95), (i50, _) = _pct(context), _pct(cold), _pct(opened), _pct(idle)
     (b50, b95), (m50, _), (f50, _) = _pct(bare_read), _pct(msearch), _pct(fsearch)
     (w50, w95), (x50, x95) = _pct(observe), _pct(bare_write)
@@ -217,8 +220,10 @@ def run(sizes: Sequence[str], backends: Sequence[str] = ("persistent",), queries
     for backend in backends:
         for i, size in enumerate(sizes):
             users, items = parse_size(size)
-            server = ChromaServer(max_users=max_users).start() if backend == "http" else None
+            server = ChromaServer(max_users=max_users) if backend == "http" else None
             try:
+                if server:
+                    server.start()
                 with ProcessPoolExecutor(1, mp_context=spawn) as pool:
                     row = pool.submit(measure, users, items, backend, queries, episode_share, 400, max_users, i,
                                       None, f"127.0.0.1:{server.port}" if server else None).result()
@@ -231,6 +236,7 @@ def run(sizes: Sequence[str], backends: Sequence[str] = ("persistent",), queries
             finally:
                 if server:
                     server.stop()
+                    shutil.rmtree(server.path.parent, ignore_errors=True)  # its temporary folder
             rows.append(row)
             if partial is not None:
                 pd.DataFrame(rows).to_csv(partial, index=False)
