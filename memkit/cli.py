@@ -29,8 +29,10 @@ def cmd_notebooks(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from .facts import MAX_USERS
     from .server import ChromaServer, server_config
 
+    args.max_users = MAX_USERS if args.max_users is None else args.max_users
     if args.print_config:
         print(server_config(args.path, args.port, args.host, args.max_users), end="")
         return 0
@@ -59,8 +61,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from .facts import MAX_USERS
-
     parser = argparse.ArgumentParser(prog="memkit", description="Two-layer memory for agents, offline by default.")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="play the Tuesday/Friday story and print both layers and Friday's context")
@@ -70,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("path", help="the Chroma folder (an on-disk store's folder works too)")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--host", default="127.0.0.1", help="listen address (default: loopback only)")
-    serve.add_argument("--max-users", type=int, default=MAX_USERS, help="users whose indexes stay loaded")
+    serve.add_argument("--max-users", type=int, default=None, help="users whose indexes stay loaded (default 64)")
     serve.add_argument("--print-config", action="store_true", help="print the chroma run config and exit")
     serve.set_defaults(func=cmd_serve)
     sweep = sub.add_parser("sweep", help="run a notebook over a parameter grid (papermill) and collect its results")
