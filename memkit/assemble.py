@@ -75,16 +75,18 @@ def pack_episodes(recalled: Sequence[Recalled], budget: int, skip: Callable[[Epi
     sessions: set[str] = set()
     used = 0
 
-    def take(e: Episode, item: dict[str, Any]) -> bool:
+    def take(e: Episode, rank: int, why: str, score: float | None, similarity: float | None) -> bool:
         nonlocal used
         if e.id in chosen or skip(e):
             return False
-        header = dates and e.session_id not in sessions
-        cost = line_cost(episode_line(e)) + (line_cost(session_header(e)) if header else 0)
+        line = episode_line(e)
+        cost = line_cost(line) + (line_cost(session_header(e)) if dates and e.session_id not in sessions else 0)
         if used + cost > budget:
             return False
         used += cost
         sessions.add(e.session_id)
+        item = {"turn_id": e.turn_id, "text": line, "session_id": e.session_id, "speaker": e.speaker, "rank": rank,
+                "why": why, "score": _round(score), "similarity": _round(similarity)}
         if truncates is not None and truncates(e.content):
             item["embedding"] = "truncated to the embedder's window; the lexical index has every word"
         chosen[e.id] = (e, {**item, "tokens": cost})
@@ -93,12 +95,9 @@ def pack_episodes(recalled: Sequence[Recalled], budget: int, skip: Callable[[Epi
     for rank, r in enumerate(recalled, 1):
         if budget - used < 8:
             break
-        e = r.item
-        if take(e, {"turn_id": e.turn_id, "text": episode_line(e), "session_id": e.session_id, "speaker": e.speaker, "rank": rank,
-                    "why": r.why, "score": _round(r.score), "similarity": _round(r.similarity)}) and neighbours:
-            for n in neighbours(e):
-                take(n, {"turn_id": n.turn_id, "text": episode_line(n), "session_id": n.session_id, "speaker": n.speaker, "rank": rank,
-                         "why": f"neighbour of {e.turn_id} (#{rank})", "score": None, "similarity": None})
+        if take(r.item, rank, r.why, r.score, r.similarity) and neighbours:
+            for n in neighbours(r.item):
+                take(n, rank, f"neighbour of {r.item.turn_id} (#{rank})", None, None)
     ordered = sorted(chosen.values(), key=lambda x: int(x[0].id))
     text = render_episodes([e for e, _ in ordered], dates)
     return Part("episodes", text, tokens.count(text), tuple(item for _, item in ordered))

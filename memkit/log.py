@@ -191,10 +191,12 @@ class EventLog:
                     return []
                 sql += f" AND {column} IN ({', '.join('?' * len(values))})"
                 args += list(values)
-        sql += " ORDER BY importance DESC, valid_from DESC, fact_id"
-        if limit is not None:
-            sql += f" LIMIT {int(limit)}"
+        lookup = ids is not None or keys is not None
+        if not lookup:  # the ordered read walks the profile_order index; a lookup goes by its own key, sorted here
+            sql += " ORDER BY importance DESC, valid_from DESC, fact_id" + ("" if limit is None else f" LIMIT {int(limit)}")
         facts = [Fact.from_dict(json.loads(b)) for (b,) in self._rows(sql, args)]
+        if lookup:
+            facts = sorted(facts, key=lambda f: (-f.importance, -f.valid_from, f.id))[:limit]
         for f in facts:
             if f.user_id != user_id:
                 raise IsolationError(f"profile row {f.id} of {f.user_id!r} found under {user_id!r}")

@@ -9,6 +9,8 @@ import pytest
 from memkit import FactStore, Memory
 from memkit.embed import MiniLMEmbedder
 from memkit.errors import InvalidArgument
+from memkit.log import EventLog
+from memkit.records import Records
 from memkit.eval.scale import synthetic_facts
 from memkit.server import ChromaServer
 from memkit.types import Episode, Fact
@@ -136,3 +138,55 @@ def test_a_bounded_server_keeps_few_indexes_open_and_reads_every_user_back(tmp_p
         # cache is sharded, so it keeps more than 4: 49 here)
         assert 0 < len(index_files) < 3 * len(users) * 2
         store.close()
+
+
+def _sqlite_steps(db, read):
+    """SQLite virtual-machine steps (in units of 20) that ``read`` takes: a measure of rows visited, not of time."""
+    steps = [0]
+
+    def count():
+        steps[0] += 1
+        return 0
+
+    db.set_progress_handler(count, 20)
+    try:
+        read()
+    finally:
+        db.set_progress_handler(None, 0)
+    return steps[0]
+
+
+def test_reads_by_id_or_key_visit_the_rows_asked_for_not_all_of_the_users():
+    records = Records()
+    log = EventLog.sqlite(records)
+    rng = random.Random(0)
+    for owner, n in (("small", 60), ("large", 4000)):
+        for i in range(n):
+            records.add_episode(owner, Episode("", owner, f"s{i // 10}", f"t{i}", "Ana", "user", f"turn {i}", 1.0 + i, 3))
+        log.put_profile(owner, [f.evolve(key=f"k{j % 7}") if j < 14 else f for j, f in enumerate(synthetic_facts(owner, n, rng))])
+    reads = {
+        # a page of 40: with this many ids SQLite's planner walked all of the user's rows by owner
+        "episodes by id": lambda o: records.episodes(o, o, [str(i) for i in range(1, 41)] if o == "small"
+                                                     else [str(i) for i in range(100, 4060, 99)]),
+        "profile by id": lambda o: log.profile(o, o, ids=[f"{o}-1", f"{o}-5", f"{o}-9"]),
+        "profile by key, newest first": lambda o: log.profile(o, o, keys=["k3"], limit=2),
+    }
+    for name, read in reads.items():
+        small, large = _sqlite_steps(records._db, lambda: read("small")), _sqlite_steps(records._db, lambda: read("large"))
+        assert large <= 2 * small + 5, f"{name}: {large} steps for a 4,000-row user against {small} for 60 rows"
+    assert [f.id for f in log.profile("large", "large", ids=["large-1", "large-5"])] == \
+        [f.id for f in sorted(log.profile("large", "large", ids=["large-5", "large-1"]),
+                              key=lambda f: (-f.importance, -f.valid_from, f.id))]
+    records.close()
+
+
+def test_the_word_user_selects_nothing_lexically(embedder):
+    """Every fact starts with "User" and every user turn is indexed with its speaker, so the word is no topic."""
+    store = FactStore.ephemeral(embedder)
+    store.upsert("u", [Fact(id=f"f{i}", user_id="u", text=t) for i, t in
+                       enumerate(["User prefers tea.", "User's sister lives in Lyon.", "User avoids Rust."])])
+    store.add_episode("u", Episode("", "u", "s", "s:1", "user", "user", "I went hiking.", 1.0, 4))
+    assert [i for i, _ in store.lexical("u", "facts", "What does the user avoid?", 10)] == ["f2"]
+    assert store.lexical("u", "facts", "the user's", 10) == []
+    assert store.lexical("u", "episodes", "what did the user say", 10) == []
+    assert [i for i, _ in store.lexical("u", "facts", "Where does the user's sister live?", 10)] == ["f1"]
