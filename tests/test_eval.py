@@ -141,10 +141,11 @@ def test_bench_scale_times_the_paths_users_call(tmp_path):
 
     row = measure(6, 20, queries=12, path=str(tmp_path / "both"), max_users=4)
     assert (row["users"], row["items_per_user"], row["items"]) == (6, 20, 120)
-    for name in ("context", "bare_read", "cold_context", "opened_100ms", "observe", "bare_write"):
+    for name in ("context", "bare_read", "index_calls", "cold_context", "opened_100ms", "observe", "bare_write"):
         assert row[f"{name}_p95_ms"] >= row[f"{name}_p50_ms"] > 0, name
     assert row["memory_search_p50_ms"] > 0 and row["store_search_p50_ms"] > 0 and row["idle_warm_p50_ms"] > 0
     assert row["opened_vs_idle_warm_p50"] == row["opened_100ms_p50_ms"] / row["idle_warm_p50_ms"]
+    assert row["index_calls_vs_bare_p95"] == row["index_calls_p95_ms"] / row["bare_read_p95_ms"]
     assert row["peak_rss_mb"] > 0 and row["disk_mb"] > 0
     assert 0 <= row["opened_still_loading"] <= 6
 
