@@ -21,8 +21,9 @@ from .types import Episode
 # Query words that match nearly every turn and carry no topic; dropped from lexical queries only. "user" is
 # indexed with every user turn (its speaker) and starts every fact ("User prefers ..."), so it is in half the
 # rows or more: BM25 gives it no weight (FTS5's idf is floored near 0 there), yet matching it made FTS5 score
-# all of those rows (4 ms at p95 for one user with 5,000 facts). "s" is what "user's" leaves.
-STOPWORDS = frozenset("""user users s a about after again all am an and any are as at be been before being both but by can could did
+# all of those rows (4 ms at p95 for one user with 5,000 facts). ("s", what "Ana's" leaves, is no such word:
+# it selects possessives, a minority of rows, and carries weight.)
+STOPWORDS = frozenset("""user users a about after again all am an and any are as at be been before being both but by can could did
 do does doing during each few for from had has have having he her here hers herself him himself his how i if in into is
 it its itself just me more most my myself no nor not now of off on once only or other our ours out over own same she
 should so some such than that the their theirs them then there these they this those through to too under until up very
