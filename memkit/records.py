@@ -121,7 +121,10 @@ class Records:
 
     def episodes(self, owner: str, user_id: str, ids: Iterable[str] | None = None, pending: bool = False) -> list[Episode]:
         """The user's episodes by id (all of them when ``ids`` is None), or only those not yet embedded."""
-        sql = "SELECT seq, user_id, session_id, turn_id, speaker, role, content, time, tokens, pos FROM episodes WHERE owner = ?"
+        # by id, the rows are read by rowid: "+owner" keeps the planner off the owner index, which for a page of
+        # ids walked all of the user's rows (docs/architecture.md §6)
+        sql = ("SELECT seq, user_id, session_id, turn_id, speaker, role, content, time, tokens, pos FROM episodes"
+               f" WHERE {'owner' if ids is None else '+owner'} = ?")
         args: list = [owner]
         if pending:
             sql += " AND embedded = 0"
@@ -129,8 +132,7 @@ class Records:
             ids = [int(i) for i in ids]
             if not ids:
                 return []
-            # by rowid; "+owner" keeps the planner off the owner index, which would scan all of the user's rows
-            sql = sql.replace("WHERE owner", "WHERE +owner") + f" AND seq IN ({','.join('?' * len(ids))})"
+            sql += f" AND seq IN ({','.join('?' * len(ids))})"
             args += ids
         with self._lock:
             self._check()
