@@ -179,9 +179,10 @@ def measure(users: int, items_per_user: int, backend: str = "persistent", querie
             parts = (("facts", depth), ("episodes", max(depth, budget // 10)))
             if one_dense:
                 store.dense(uid, "episodes", vector, sum(k for _, k in parts))
-            for part, k in parts:
-                if not one_dense:
+            else:
+                for part, k in parts:
                     store.dense(uid, part, vector, k)
+            for part, k in parts:
                 store.lexical(uid, part, q, k)
             store.profile(uid, limit=profile_rows)
 
