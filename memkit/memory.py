@@ -28,6 +28,22 @@ Retriever = Callable[[str], Sequence[str]]
 PROFILE_SHARE = 0.15
 
 
+def profile_share(profile_tokens: int, left: int) -> int:
+    """Tokens the profile block may take of the ``left`` a read has for memory: its own cap, at most 15%."""
+    return min(profile_tokens, int(left * PROFILE_SHARE))
+
+
+def profile_rows(profile_tokens: int, k: int) -> int:
+    """Profile rows to read for a block of ``profile_tokens`` beside the ``k`` recalled facts: a line costs at
+    least 3 tokens ("- ", a word and the newline)."""
+    return profile_tokens // 3 + k
+
+
+def episode_depth(depth: int, budget: int) -> int:
+    """How deep to read each episode channel: enough to fill ``budget`` with short turns (about 10 tokens)."""
+    return max(depth, budget // 10)
+
+
 class Memory:
     """Two-layer memory for agents. ``Memory()`` is the offline default: MiniLM, rules, keyed upserts, in memory."""
 
@@ -218,8 +234,8 @@ class Memory:
                              page=None if resolves else k) if query.strip() else iter(())
         recalled = list(found if resolves else islice(found, k))
         # the profile block: the most important current facts, from the maintained profile, as many as the
-        # block can hold (a line costs at least 3 tokens: "- ", a word and the newline) besides the k shown
-        top = self.store.profile(user_id, limit=profile_tokens // 3 + k) if profile_tokens else []
+        # block can hold besides the k shown
+        top = self.store.profile(user_id, limit=profile_rows(profile_tokens, k)) if profile_tokens else []
         shown_for_key: dict[str, Fact] = {}
         if resolves:
             # a policy that resolves conflicts at read time (append) shows the fact each key resolves to, in
@@ -246,8 +262,7 @@ class Memory:
         if not query.strip():
             return self._fact_hits(user_id, query, None, k, min_score, profile_tokens), iter(())
         vector = self.store.embed_query(query) if "dense" in self.recall_options.channels else None
-        # read deep enough to fill the budget with short turns (about 10 tokens each)
-        options = replace(self.recall_options, depth=max(self.recall_options.depth, budget // 10))
+        options = replace(self.recall_options, depth=episode_depth(self.recall_options.depth, budget))
         facts = self._fact_hits(user_id, query, vector, k, min_score, profile_tokens) if self.facts else []
         # read by id a page at a time, about what the budget holds: packing stops when the budget is spent
         episodes = recall_episodes(self.store, user_id, query, vector, options, page=max(budget // 10, 10)) \
@@ -278,7 +293,7 @@ class Memory:
         left = budget - doc_budget
         newest = sum(t.tokens for t in window[-1:])
         reserve = min(max(newest, min(sum(t.tokens for t in window), int(left * self.window_share))), left)
-        profile = min(self.profile_tokens, int(left * PROFILE_SHARE))
+        profile = profile_share(self.profile_tokens, left)
         fact_hits, episodes = self._recall(user_id, query, budget, profile, k, min_score)
         facts = assemble.pack_facts(fact_hits, left - reserve, profile)
         left -= facts.tokens

@@ -24,7 +24,7 @@ import pandas as pd
 
 from ..embed import MiniLMEmbedder, shared_embedder
 from ..facts import MAX_USERS, FactStore
-from ..memory import PROFILE_SHARE, Memory
+from ..memory import Memory, episode_depth, profile_rows, profile_share
 from ..server import ChromaServer
 from ..types import Episode, Fact
 
@@ -162,7 +162,7 @@ def measure(users: int, items_per_user: int, backend: str = "persistent", querie
         memory.context(uid, sessions[uid], QUERIES[0], budget)
     context, bare_read, index_calls, one_dense, msearch, fsearch = [], [], [], [], [], []
     depth = memory.recall_options.depth
-    profile_rows = min(memory.profile_tokens, int(budget * PROFILE_SHARE)) // 3 + memory.k
+    profile_limit = profile_rows(profile_share(memory.profile_tokens, budget), memory.k)
     for _ in range(queries):
         uid, q = rng.choice(warm_users), rng.choice(QUERIES)
         col = store._open(uid, "facts", create=False)
@@ -176,7 +176,7 @@ def measure(users: int, items_per_user: int, backend: str = "persistent", querie
             # one collection for both parts would ask instead, one dense query for both parts' results (of the
             # episodes' collection, which holds half the items: a lower bound)
             vector = store.embed_query(q)
-            parts = (("facts", depth), ("episodes", max(depth, budget // 10)))
+            parts = (("facts", depth), ("episodes", episode_depth(depth, budget)))
             if one_dense:
                 store.dense(uid, "episodes", vector, sum(k for _, k in parts))
             else:
@@ -184,7 +184,7 @@ def measure(users: int, items_per_user: int, backend: str = "persistent", querie
                     store.dense(uid, part, vector, k)
             for part, k in parts:
                 store.lexical(uid, part, q, k)
-            store.profile(uid, limit=profile_rows)
+            store.profile(uid, limit=profile_limit)
 
         _timed([(context, lambda: memory.context(uid, sessions[uid], q, budget)), (bare_read, bare),
                 (index_calls, indexes), (one_dense, lambda: indexes(one_dense=True)),
