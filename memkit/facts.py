@@ -1,16 +1,18 @@
 """The semantic layer's store: the only module that imports chromadb, and where user isolation is enforced.
 
-Layout: one collection of *current* facts per user (and one of episodes), named by a hash of the
-``user_id`` (Chroma names allow only ``[a-zA-Z0-9._-]``). A search therefore never filters across
-users: it opens that user's collection or none, so its cost grows with the user's facts, not with
-everyone's (docs/architecture.md §6: 2 ms instead of 54 ms median at 100k facts), and it needs no metadata filter:
-superseded versions live in the event log, where ``as_of`` and ``get(include_superseded=True)`` find
-them. There is no cross-user query.
+Layout: one collection per user, named by a hash of the ``user_id`` (Chroma names allow only
+``[a-zA-Z0-9._-]``), holding the user's *current* facts and their episodes (ids ``f:<fact id>`` and
+``e:<seq>``, metadata ``part``). A search therefore never filters across users: it opens that user's
+collection or none, so its cost grows with the user's items, not with everyone's (docs/architecture.md §6:
+2 ms instead of 54 ms median at 100k facts), and a read asks one dense query for both parts. Superseded
+versions live in the event log, where ``as_of`` and ``get(include_superseded=True)`` find them. There is no
+cross-user query. Stores written with a collection per part (before this layout) move on first use.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -34,9 +36,8 @@ from .records import Records
 from .types import Episode, Event, EventKind, Fact, Hit
 
 EMBED_BATCH = 32  # pending episodes of one user embedded together (docs/architecture.md §2)
-# Users whose indexes stay loaded in an embedded store (two HNSW indexes each: facts and episodes); the
-# least recently used are evicted beyond it. Measured at 1,000 users with 100 items each: peak RSS 1.5 GB
-# at 64, 3.0 GB at 256, 6.6 GB at 1,024; a read after eviction ~26 ms p50 (README, "Read path at scale").
+# Users whose index stays loaded in an embedded store (one HNSW index each); the least recently used are
+# evicted beyond it. Measured at 1,000 users with 100 items each (README, "Read path at scale").
 MAX_USERS = 64
 # cosine distance; and an index written to disk after every batch of 2 changes instead of Chroma's 1000, so a
 # small user's index is on disk when the LRU above evicts it (Chroma cannot reload an index it never wrote)
@@ -48,6 +49,10 @@ SIMILARITY_WEIGHT, IMPORTANCE_WEIGHT = 0.7, 0.3
 # reaches 0.28 at p90, so the offline default is 0.3 (notebook 5 shows the trade-off).
 DEFAULT_FLOOR = 0.3
 OPEN_END = 1e18  # Chroma metadata has no None: a current fact's valid_to is stored as this
+# The two parts of a user's collection: the tag that prefixes an item's Chroma id and is its metadata "part"
+TAGS = {"facts": "f", "episodes": "e"}
+PARTS = {tag: part for part, tag in TAGS.items()}
+LEGACY_PARTS = ("facts", "episodes", "history")  # collections per part, before one collection per user
 
 
 def rank_score(similarity: float, importance: float, weights: tuple[float, float]) -> float:
@@ -56,14 +61,19 @@ def rank_score(similarity: float, importance: float, weights: tuple[float, float
 
 
 def _meta(f: Fact) -> dict[str, Any]:
-    return {"user_id": f.user_id, "kind": f.kind, "key": f.key or "", "value": f.value or "",
+    return {"part": TAGS["facts"], "user_id": f.user_id, "kind": f.kind, "key": f.key or "", "value": f.value or "",
             "importance": float(f.importance), "source": json.dumps(list(f.source)),
             "created_at": f.created_at, "valid_from": f.valid_from,
             "valid_to": OPEN_END if f.valid_to is None else f.valid_to, "superseded_by": f.superseded_by or ""}
 
 
-def _fact(fid: str, doc: str, m: dict[str, Any]) -> Fact:
-    return Fact(id=fid, user_id=m["user_id"], text=doc, kind=m["kind"], key=m["key"] or None,
+def _cid(part: str, item_id: str) -> str:
+    """An item's id in its user's collection: its part's tag and its own id (a fact and an episode never clash)."""
+    return f"{TAGS[part]}:{item_id}"
+
+
+def _fact(cid: str, doc: str, m: dict[str, Any]) -> Fact:
+    return Fact(id=cid.split(":", 1)[1], user_id=m["user_id"], text=doc, kind=m["kind"], key=m["key"] or None,
                 value=m["value"] or None, importance=m["importance"], source=tuple(json.loads(m["source"])),
                 created_at=m["created_at"], valid_from=m["valid_from"],
                 valid_to=None if m["valid_to"] >= OPEN_END else m["valid_to"],
@@ -122,7 +132,7 @@ class FactStore:
         except PermissionError as e:
             raise StorePathError(f"cannot write to {folder} ({e.strerror}); choose a folder you can write to") from None
         _raise_open_file_limit()
-        with _translated("persistent"), _hnsw_cache(2 * max_users):  # two indexes per user: facts, episodes
+        with _translated("persistent"), _hnsw_cache(max_users):  # one index per user
             client = chromadb.PersistentClient(path=str(path))
         return cls(client, embedder, namespace, backend="persistent", records=Records(Path(path) / f"{namespace}.sqlite3"),
                    max_users=max_users)
@@ -149,66 +159,100 @@ class FactStore:
 
     # ---- collections -------------------------------------------------------------------------
     def collection_name(self, user_id: str) -> str:
-        """The Chroma collection that holds ``user_id``'s current facts (a hash: ids never reach Chroma as-is)."""
-        return self._name(validate.user_id(user_id), "facts")
+        """The Chroma collection that holds ``user_id``'s current facts and episodes (a hash: ids never reach
+        Chroma as-is)."""
+        return self._name(validate.user_id(user_id), "user")
 
     def _name(self, user_id: str, part: str) -> str:
         return f"{self.namespace}-{part}-{self.owner(user_id)}"
 
     def owner(self, user_id: str) -> str:
-        """The hash that names ``user_id``'s collections and owns its SQLite rows."""
+        """The hash that names ``user_id``'s collection and owns its SQLite rows."""
         return hashlib.sha256(validate.user_id(user_id).encode("utf-8", "surrogatepass")).hexdigest()[:40]
 
-    def _open(self, user_id: str, part: str, create: bool) -> Any:
+    def _open(self, user_id: str, create: bool) -> Any:
+        """The user's collection (None if it does not exist and ``create`` is false)."""
         if self._closed:
             raise StoreClosed("this FactStore was closed; open a new one")
         user_id = validate.user_id(user_id)
-        name = self._name(user_id, part)
+        name = self._name(user_id, "user")
         with self._collections_guard:
             if name in self._collections:
                 self._collections.move_to_end(name)
                 return self._collections[name]
+        meta = {"user_id": user_id, "dimension": self.dimension, "embedder": self._embedder_id()}
+        legacy = None
         with _translated(self.backend):
             try:
-                col = self.client.get_collection(name) if part in ("facts", "episodes") else \
-                    self.client.get_collection(name, embedding_function=None)
+                col = self.client.get_collection(name)
             except (NotFoundError, ValueError):
-                if not create:
+                legacy = self._legacy(user_id)
+                if not create and not legacy:
                     return None
-                if part in ("facts", "episodes"):
-                    col = self.client.get_or_create_collection(
-                        name, embedding_function=self.embedder, configuration={"hnsw": HNSW},
-                        metadata={"user_id": user_id, "dimension": self.dimension, "embedder": self._embedder_id()})
-                else:
-                    col = self.client.get_or_create_collection(name, embedding_function=None,
-                                                               metadata={"user_id": user_id})
+                for part, old in legacy.items():  # checked before anything is made: a refused move changes nothing
+                    self._check_collection(user_id, old, vectors=part in TAGS)
+                col = self.client.get_or_create_collection(
+                    name, embedding_function=self.embedder, configuration={"hnsw": HNSW},
+                    metadata={**meta, "moving": True} if legacy else meta)
+            self._check_collection(user_id, col)
+            if (col.metadata or {}).get("moving"):  # a move to this layout, begun here or cut short before
+                self._move(user_id, self._legacy(user_id) if legacy is None else legacy, col)
+                col.modify(metadata={k: v for k, v in col.metadata.items() if k != "moving"})
+        with self._collections_guard:
+            self._collections[name] = col
+            while len(self._collections) > self.max_users:
+                self._collections.popitem(last=False)
+        return col
+
+    def _check_collection(self, user_id: str, col: Any, vectors: bool = True) -> None:
         meta = col.metadata or {}
         if meta.get("user_id") != user_id:
-            raise IsolationError(f"collection {name} belongs to another user id (hash collision or tampering)")
-        if part in ("facts", "episodes") and meta.get("dimension") != self.dimension:
+            raise IsolationError(f"collection {col.name} belongs to another user id (hash collision or tampering)")
+        if vectors and meta.get("dimension") != self.dimension:
             raise DimensionMismatch(
                 f"the facts of user {user_id!r} were embedded by {meta.get('embedder')} with dimension "
                 f"{meta.get('dimension')}, but this store's embedder {self._embedder_id()} gives {self.dimension}. "
                 "Embeddings of different models cannot share a collection. To migrate, open a store with the old "
                 "embedder and one with the new embedder under another namespace (FactStore(..., namespace='v2')) "
                 "and call old.copy_user(user_id, new), which re-embeds every fact and its history.")
-        with self._collections_guard:
-            self._collections[name] = col
-            while len(self._collections) > 3 * self.max_users:  # facts, episodes, history per user
-                self._collections.popitem(last=False)
-        return col
+
+    def _legacy(self, user_id: str) -> dict[str, Any]:
+        """The user's collections of the layout with one collection per part, if any are left."""
+        found = {}
+        for part in LEGACY_PARTS:
+            try:
+                found[part] = self.client.get_collection(self._name(user_id, part), embedding_function=None)
+            except (NotFoundError, ValueError):
+                pass
+        return found
+
+    def _move(self, user_id: str, legacy: dict[str, Any], col: Any, page: int = 1000) -> None:
+        """Copy the user's facts and episodes, vectors included, from their collections per part into ``col``
+        (ids tagged by part), then drop the old collections (the history one held nothing since the event log).
+        Copies are upserts: a move cut short and begun again copies the same items again, loses none."""
+        for part, old in legacy.items():
+            for offset in itertools.count(0, page) if part in TAGS else ():
+                batch = old.get(include=["documents", "metadatas", "embeddings"], limit=page, offset=offset)
+                if not batch["ids"]:
+                    break
+                col.upsert(ids=[_cid(part, i) for i in batch["ids"]], documents=batch["documents"],
+                           embeddings=batch["embeddings"],
+                           metadatas=[{**m, "part": TAGS[part]} for m in batch["metadatas"]])
+        for part in legacy:
+            try:
+                self.client.delete_collection(self._name(user_id, part))
+            except NotFoundError:
+                pass  # another process moved it first
 
     def warm(self, user_id: str) -> None:
-        """Load the user's indexes now (``Memory.session`` calls this in the background): embed what is
-        pending, and touch each collection with a one-result query, which makes Chroma load it from disk."""
+        """Load the user's index now (``Memory.session`` calls this in the background): embed what is
+        pending, and touch the collection with a one-result query, which makes Chroma load it from disk."""
         self.embed_pending(user_id)
         self.profile(user_id, limit=32)  # the profile rows a first read takes, into SQLite's page cache
-        probe = [1.0] + [0.0] * (self.dimension - 1)
-        for part in ("facts", "episodes"):
-            col = self._open(user_id, part, create=False)
-            if col is not None:
-                with _translated(self.backend):
-                    col.query(query_embeddings=[probe], n_results=1, include=[])
+        col = self._open(user_id, create=False)
+        if col is not None:
+            with _translated(self.backend):
+                col.query(query_embeddings=[[1.0] + [0.0] * (self.dimension - 1)], n_results=1, include=[])
 
     def _embedder_id(self) -> str:
         return f"{self.embedder.name()}:{getattr(self.embedder, 'model_id', '')}"
@@ -216,7 +260,7 @@ class FactStore:
     # ---- facts -------------------------------------------------------------------------------
     def upsert(self, user_id: str, facts: Sequence[Fact]) -> None:
         """Insert or replace ``facts`` (by id) for ``user_id``; every fact must belong to that user."""
-        col = self._open(user_id, "facts", create=True)
+        col = self._open(user_id, create=True)
         if not facts:
             return
         for f in facts:
@@ -224,7 +268,7 @@ class FactStore:
                 raise IsolationError(f"fact {f.id} belongs to {f.user_id!r}, not {user_id!r}")
         vectors = self.embedder([f.text for f in facts])
         with _translated(self.backend, pending=tuple(facts)):
-            col.upsert(ids=[f.id for f in facts], documents=[f.text for f in facts],
+            col.upsert(ids=[_cid("facts", f.id) for f in facts], documents=[f.text for f in facts],
                        embeddings=[list(map(float, v)) for v in vectors], metadatas=[_meta(f) for f in facts])
         self.records.index_facts(self.owner(user_id), [(f.id, f.text) for f in facts])
         self.log.put_profile(self.owner(user_id), facts)
@@ -232,12 +276,12 @@ class FactStore:
     def get(self, user_id: str, ids: Sequence[str] | None = None, where: dict[str, Any] | None = None,
             include_superseded: bool = False) -> list[Fact]:
         """The user's current facts, oldest first; with ``include_superseded``, also the versions they replaced."""
-        where = self._where(where)
-        col = self._open(user_id, "facts", create=False)
+        where = self._facts(where)
+        col = self._open(user_id, create=False)
         if col is None:
             return []
         with _translated(self.backend):
-            res = col.get(ids=list(ids) if ids is not None else None, where=where,
+            res = col.get(ids=[_cid("facts", i) for i in ids] if ids is not None else None, where=where,
                           include=["documents", "metadatas"])
         facts = [self._own(user_id, _fact(i, d, m)) for i, d, m in zip(res["ids"], res["documents"], res["metadatas"])]
         if include_superseded:
@@ -249,10 +293,10 @@ class FactStore:
 
     def delete(self, user_id: str, ids: Sequence[str]) -> None:
         """Remove facts by id from ``user_id``'s collection (only theirs: other ids match nothing)."""
-        col = self._open(user_id, "facts", create=False)
+        col = self._open(user_id, create=False)
         if col is not None and ids:
             with _translated(self.backend):
-                col.delete(ids=list(ids))
+                col.delete(ids=[_cid("facts", i) for i in ids])
             self.records.unindex_facts(self.owner(user_id), list(ids))
             self.log.drop_profile(self.owner(user_id), list(ids))
 
@@ -275,10 +319,10 @@ class FactStore:
         Hits whose similarity is below ``min_score`` (the floor) are dropped; the rest are ranked by
         ``score = weights[0] * similarity + weights[1] * importance`` (0.7/0.3) and the top ``k`` returned.
         """
-        where = self._where(where)
+        where = self._facts(where)
         query = validate.query(query)
         k = validate.positive_int("k", k)
-        col = self._open(user_id, "facts", create=False)
+        col = self._open(user_id, create=False)
         if col is None or not query.strip():
             return []
         vector = self.embedder([query])[0]
@@ -294,10 +338,12 @@ class FactStore:
         return [h for h in hits if h.similarity >= min_score][:k]
 
     @staticmethod
-    def _where(where: dict[str, Any] | None) -> dict[str, Any] | None:
+    def _facts(where: dict[str, Any] | None) -> dict[str, Any]:
+        """A caller's filter, limited to the facts of the user's collection."""
         if where and _names_user(where):
             raise IsolationError("a where clause may not name user_id: the store scopes every call to one user")
-        return where or None
+        part = {"part": TAGS["facts"]}
+        return {"$and": [part, where]} if where else part
 
     @staticmethod
     def _own(user_id: str, fact: Fact) -> Fact:
@@ -324,12 +370,13 @@ class FactStore:
         pending = self.records.episodes(owner, user_id, pending=True)
         if not pending:
             return 0
-        col = self._open(user_id, "episodes", create=True)
+        col = self._open(user_id, create=True)
         texts = [episode_text(e) for e in pending]
         vectors = self.embedder(texts)
         with _translated(self.backend):
-            col.upsert(ids=[e.id for e in pending], documents=texts, embeddings=[list(map(float, v)) for v in vectors],
-                       metadatas=[{"user_id": user_id, "session_id": e.session_id, "turn_id": e.turn_id,
+            col.upsert(ids=[_cid("episodes", e.id) for e in pending], documents=texts,
+                       embeddings=[list(map(float, v)) for v in vectors],
+                       metadatas=[{"part": TAGS["episodes"], "user_id": user_id, "session_id": e.session_id, "turn_id": e.turn_id,
                                    "speaker": e.speaker, "time": e.time} for e in pending])
         self.records.mark_embedded(owner, [e.id for e in pending])
         return len(pending)
@@ -346,18 +393,30 @@ class FactStore:
         """The query's vector, computed once and shared by the dense searches of one read."""
         return list(map(float, self.embedder([query])[0]))
 
-    def dense(self, user_id: str, part: str, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
-        """``(id, similarity)`` of the user's nearest ``facts`` or ``episodes`` to ``vector``, closest first."""
-        if part == "episodes":
+    def dense(self, user_id: str, vector: Sequence[float], depths: dict[str, int]) -> dict[str, list[tuple[str, float]]]:
+        """``(id, similarity)`` of the user's items nearest to ``vector``, closest first, per part: one query
+        for ``sum(depths)`` items of both parts, of which each part keeps at most its own depth (so with
+        ``{"facts": 100}`` alone, the facts among the nearest 100 items)."""
+        unknown = set(depths) - set(TAGS)
+        if unknown:
+            raise ValueError(f"unknown parts {sorted(unknown)}; choose from {sorted(TAGS)}")
+        if "episodes" in depths:
             self.embed_pending(user_id)  # a read never misses a recorded turn
-        col = self._open(user_id, part, create=False)
-        if col is None or k <= 0:
-            return []
+        found: dict[str, list[tuple[str, float]]] = {part: [] for part in depths}
+        n = sum(max(k, 0) for k in depths.values())
+        col = self._open(user_id, create=False)
+        if col is None or n <= 0:
+            return found
         with _translated(self.backend):
             # ids and distances only (metadata would triple the cost): the rows are read afterwards from the
             # profile or the episode records, which check their owner
-            res = col.query(query_embeddings=[list(vector)], n_results=k, include=["distances"])
-        return [(i, 1.0 - float(dist)) for i, dist in zip(res["ids"][0], res["distances"][0])]
+            res = col.query(query_embeddings=[list(vector)], n_results=n, include=["distances"])
+        for cid, dist in zip(res["ids"][0], res["distances"][0]):
+            tag, item_id = cid.split(":", 1)
+            hits = found.get(PARTS[tag])
+            if hits is not None and len(hits) < depths[PARTS[tag]]:
+                hits.append((item_id, 1.0 - float(dist)))
+        return found
 
     def lexical(self, user_id: str, part: str, query: str, k: int) -> list[tuple[str, float]]:
         """``(id, bm25)`` of the user's ``facts`` or ``episodes`` that share words with ``query``, best first."""
@@ -447,12 +506,15 @@ class FactStore:
         """Forget everything about ``user_id``: facts, episodes, lexical rows and history."""
         self.records.drop_owner(self.owner(user_id))
         self.log.drop(self.owner(user_id))
-        for part in ("facts", "episodes", "history"):
-            if self._open(user_id, part, create=False) is not None:
+        with _translated(self.backend):
+            for part in ("user",) + LEGACY_PARTS:
                 name = self._name(user_id, part)
-                with _translated(self.backend):
+                try:
                     self.client.delete_collection(name)
-                self._collections.pop(name, None)
+                except NotFoundError:
+                    pass
+                with self._collections_guard:
+                    self._collections.pop(name, None)
 
     def close(self) -> None:
         """Release the client; every later call raises ``StoreClosed``."""

@@ -17,7 +17,7 @@ from .episodic import EpisodicBuffer, SessionStore
 from .errors import ExtractionError, IsolationError, ModelUnavailable, StoreUnavailable
 from .extract import Extractor, LLMExtractor
 from .facts import DEFAULT_FLOOR, FactStore
-from .recall import RecallOptions, recall_episodes, recall_facts
+from .recall import RecallOptions, dense_rankings, recall_episodes, recall_facts
 from .rules import RuleExtractor, attribute
 from .summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from .types import Candidate, Context, Episode, Event, EventKind, Fact, Hit, Part, Recalled, Turn
@@ -221,16 +221,17 @@ class Memory:
         query = validate.query(query)
         k = None if k is None else validate.positive_int("k", k)
         vector = self.store.embed_query(query) if "dense" in self.recall_options.channels and query.strip() else None
-        return self._fact_hits(user_id, query, vector, k, min_score)
+        dense = dense_rankings(self.store, user_id, vector, {"facts": self.recall_options.depth}, self.recall_options)
+        return self._fact_hits(user_id, query, dense.get("facts"), k, min_score)
 
-    def _fact_hits(self, user_id: str, query: str, vector: Sequence[float] | None, k: int | None = None,
+    def _fact_hits(self, user_id: str, query: str, dense: Sequence[tuple[str, float]] | None, k: int | None = None,
                    min_score: float | None = None, profile_tokens: int | None = None) -> list[Hit]:
         k = k or self.k
         profile_tokens = self.profile_tokens if profile_tokens is None else profile_tokens
         floor = self.min_score if min_score is None else min_score
         resolves = getattr(self.policy, "resolves_at_read", True)
         # a policy that resolves at write time has one current fact per key: the first k recalled are the k shown
-        found = recall_facts(self.store, user_id, query, vector, floor, self.recall_options,
+        found = recall_facts(self.store, user_id, query, dense, floor, self.recall_options,
                              page=None if resolves else k) if query.strip() else iter(())
         recalled = list(found if resolves else islice(found, k))
         # the profile block: the most important current facts, from the maintained profile, as many as the
@@ -263,10 +264,13 @@ class Memory:
             return self._fact_hits(user_id, query, None, k, min_score, profile_tokens), iter(())
         vector = self.store.embed_query(query) if "dense" in self.recall_options.channels else None
         options = replace(self.recall_options, depth=episode_depth(self.recall_options.depth, budget))
-        facts = self._fact_hits(user_id, query, vector, k, min_score, profile_tokens) if self.facts else []
+        depths = {part: d for part, d, wanted in (("facts", self.recall_options.depth, self.facts),
+                                                  ("episodes", options.depth, self.episodes)) if wanted}
+        dense = dense_rankings(self.store, user_id, vector, depths, self.recall_options)  # one query, both parts
+        facts = self._fact_hits(user_id, query, dense.get("facts"), k, min_score, profile_tokens) if self.facts else []
         # read by id a page at a time, about what the budget holds: packing stops when the budget is spent
-        episodes = recall_episodes(self.store, user_id, query, vector, options, page=max(budget // 10, 10)) \
-            if self.episodes else iter(())
+        episodes = recall_episodes(self.store, user_id, query, dense.get("episodes"), options,
+                                   page=max(budget // 10, 10)) if self.episodes else iter(())
         return facts, episodes
 
     def context(self, user_id: str, session_id: str, query: str, budget: int = 1200, k: int | None = None,

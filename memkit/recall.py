@@ -54,31 +54,40 @@ def fuse(rankings: dict[str, Sequence[str]], options: RecallOptions) -> list[tup
                   key=lambda x: (-x[1], x[2].get("dense", far), x[2].get("lexical", far), x[0]))
 
 
-def recall_facts(store: FactStore, user_id: str, query: str, vector: Sequence[float] | None, floor: float,
+def dense_rankings(store: FactStore, user_id: str, vector: Sequence[float] | None, depths: dict[str, int],
+                   options: RecallOptions = RecallOptions()) -> dict[str, list[tuple[str, float]]]:
+    """The dense channel for the parts in ``depths``, from one query of the user's collection (none when the
+    channel is off or there is no vector): ``{part: [(id, similarity), ...]}``."""
+    if "dense" not in options.channels or vector is None:
+        return {}
+    return store.dense(user_id, vector, depths)
+
+
+def recall_facts(store: FactStore, user_id: str, query: str, dense: Sequence[tuple[str, float]] | None, floor: float,
                  options: RecallOptions = RecallOptions(), page: int | None = None) -> Iterator[Recalled]:
-    """The user's current facts for ``query`` by fused rank; dense hits below ``floor`` do not count.
-    The facts are read by id from the maintained profile, ``page`` ids at a time (None: all at once)."""
-    return _recall(store, user_id, "facts", query, vector, options, floor,
+    """The user's current facts for ``query`` by fused rank, with the dense channel's ``(id, similarity)``
+    (None: lexical only); dense hits below ``floor`` do not count. The facts are read by id from the
+    maintained profile, ``page`` ids at a time (None: all at once)."""
+    return _recall(store, user_id, "facts", query, dense, options, floor,
                    lambda ids: store.profile(user_id, ids=ids), page)
 
 
-def recall_episodes(store: FactStore, user_id: str, query: str, vector: Sequence[float] | None,
+def recall_episodes(store: FactStore, user_id: str, query: str, dense: Sequence[tuple[str, float]] | None,
                     options: RecallOptions = RecallOptions(), page: int | None = None) -> Iterator[Recalled]:
     """The user's episodes (past turns) for ``query`` by fused rank; no floor: they compete on rank.
     The episodes are read by id from their records, ``page`` ids at a time (None: all at once)."""
-    return _recall(store, user_id, "episodes", query, vector, options, -math.inf,
+    return _recall(store, user_id, "episodes", query, dense, options, -math.inf,
                    lambda ids: store.episodes(user_id, ids), page)
 
 
-def _recall(store: FactStore, user_id: str, part: str, query: str, vector: Sequence[float] | None,
+def _recall(store: FactStore, user_id: str, part: str, query: str, dense: Sequence[tuple[str, float]] | None,
             options: RecallOptions, floor: float, fetch: Callable[[list[str]], Sequence[Any]],
             page: int | None) -> Iterator[Recalled]:
     """Both channels over one part, fused now; the items are read by id from their store of record as the
     caller takes them, a page at a time, so a read that stops early (a full budget) fetches no more."""
     rankings: dict[str, list[str]] = {}
     sims: dict[str, float] = {}
-    if "dense" in options.channels and vector is not None:
-        dense = store.dense(user_id, part, vector, options.depth)
+    if "dense" in options.channels and dense is not None:
         sims = dict(dense)
         rankings["dense"] = [i for i, sim in dense if sim >= floor]
     if "lexical" in options.channels:

@@ -4,7 +4,7 @@ and a handle that starts it on a loopback port and waits for its heartbeat (docs
 Without a config, ``chroma run`` keeps every index it has touched loaded (its pool holds 65,536), each with
 four open files: measured, 2.6 MB and 4 files per collection, until a write fails at the open-file limit
 ("Failed to apply logs to the hnsw segment writer"). With ``server_config(..., max_users=64)`` it keeps
-two indexes per user for that many users, like ``FactStore.persistent(path, max_users=64)`` does in process.
+one index per user for that many users, like ``FactStore.persistent(path, max_users=64)`` does in process.
 """
 
 from __future__ import annotations
@@ -25,12 +25,12 @@ from .facts import MAX_USERS
 
 def server_config(path: str | Path, port: int, host: str = "127.0.0.1", max_users: int = MAX_USERS) -> str:
     """A ``chroma run`` config (YAML) storing under ``path`` and keeping ``max_users`` users' indexes loaded
-    (facts and episodes: two each); the least recently used are unloaded and reload from disk when read."""
+    (one index each: facts and episodes share it); the least recently used are unloaded and reload from disk when read."""
     validate.positive_int("max_users", max_users)
     validate.positive_int("port", port)
     return (f"persist_path: {json.dumps(str(path))}\nport: {int(port)}\nlisten_address: {json.dumps(host)}\n"
             "segment_manager:\n  hnsw_index_pool_cache_config:\n    memory:\n"
-            f"      capacity: {2 * int(max_users)}\n")
+            f"      capacity: {int(max_users)}\n")
 
 
 def free_port(host: str = "127.0.0.1") -> int:

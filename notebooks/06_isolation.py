@@ -63,7 +63,7 @@ pd.DataFrame([{"user_id": u, "facts": len(store.get(u)),
 
 # %% [markdown]
 # ## The layout
-# Each user's facts live in their own collection, named by a hash of the id (Chroma names allow only `[a-zA-Z0-9._-]`), so no filter can reach across:
+# Each user's facts and past turns (episodes) live in their own collection, named by a hash of the id (Chroma names allow only `[a-zA-Z0-9._-]`), so no filter can reach across:
 
 # %%
 # the store's namespace prefix is random for in-memory stores; the hash part is the user's

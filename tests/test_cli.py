@@ -57,4 +57,4 @@ def test_serve_prints_a_config_that_bounds_the_servers_index_cache(tmp_path):
     assert out.returncode == 0, out.stderr
     config = yaml.safe_load(out.stdout)
     assert config["persist_path"] == str(tmp_path / "my data") and config["port"] == 8123
-    assert config["segment_manager"]["hnsw_index_pool_cache_config"]["memory"]["capacity"] == 20
+    assert config["segment_manager"]["hnsw_index_pool_cache_config"]["memory"]["capacity"] == 10  # one index per user

@@ -20,7 +20,7 @@ def test_episode_is_searchable_at_once_lexically_and_after_its_batch_densely(sto
     assert store.records.count_episodes(store.owner("u1"), pending=True) == 1  # recorded, not yet embedded
     assert [i for i, _ in store.lexical("u1", "episodes", "kitten shelter?", 5)] == [stored.id]
     vec = store.embed_query("new pet cat")
-    assert [i for i, _ in store.dense("u1", "episodes", vec, 5)] == [stored.id]  # the read embedded it first
+    assert [i for i, _ in store.dense("u1", vec, {"episodes": 5})["episodes"]] == [stored.id]  # the read embedded it first
     assert store.records.count_episodes(store.owner("u1"), pending=True) == 0
 
 
@@ -30,10 +30,10 @@ def test_episodes_never_cross_users(store):
             store.add_episode(user, ep(user, f"{text} ({user})"))
     vec = store.embed_query("violin Portland sister")
     for user in ("alice", "bob"):
-        for r in recall_episodes(store, user, "violin Portland sister", vec):
+        for r in recall_episodes(store, user, "violin Portland sister", store.dense(user, vec, {"episodes": 10})["episodes"]):
             assert r.item.user_id == user and user in r.item.content
     assert store.lexical("carol", "episodes", "violin", 5) == []
-    assert store.dense("carol", "episodes", vec, 5) == []
+    assert store.dense("carol", vec, {"episodes": 5}) == {"episodes": []}
 
 
 def test_observed_turns_survive_a_restart_before_their_embedding(tmp_path, request, embedder):
@@ -51,10 +51,10 @@ def test_a_read_in_pages_finds_what_a_read_at_once_finds(store):
     for i, text in enumerate(["I bake sourdough on Sundays.", "My sourdough starter is called Bubbles.",
                               "We hiked near the lake.", "Sourdough needs a warm kitchen.", "I sold my bike."]):
         store.add_episode("u", ep("u", text, turn=f"s1:{i}"))
-    vec = store.embed_query("sourdough starter")
-    at_once = [(r.item.id, r.why) for r in recall_episodes(store, "u", "sourdough starter", vec)]
+    dense = store.dense("u", store.embed_query("sourdough starter"), {"episodes": 10})["episodes"]
+    at_once = [(r.item.id, r.why) for r in recall_episodes(store, "u", "sourdough starter", dense)]
     for page in (1, 2, 3):
-        assert [(r.item.id, r.why) for r in recall_episodes(store, "u", "sourdough starter", vec, page=page)] == at_once
+        assert [(r.item.id, r.why) for r in recall_episodes(store, "u", "sourdough starter", dense, page=page)] == at_once
     assert len(at_once) == 5
 
 
@@ -143,3 +143,90 @@ def test_rag_baselines_and_budgets_in_the_runner(embedder):
     assert (big == 1.0).all()
     assert (results["context_tokens"] <= results["budget"]).all()
     assert set(summary[summary["type"] == "all"]["strategy"]) == {"rag:bm25", "rag:dense", "rag:hybrid", "two-layer:keyed"}
+
+
+def test_facts_and_episodes_share_one_collection_per_user_without_clashing_ids(store):
+    from memkit.types import Fact
+
+    stored = store.add_episode("u", ep("u", "My sister plays the cello in Lisbon."))
+    store.upsert("u", [Fact(id=stored.id, user_id="u", text="User's sister plays the cello.")])  # the same id
+    store.embed_pending("u")
+    vec = store.embed_query("sister cello")
+    found = store.dense("u", vec, {"facts": 5, "episodes": 5})
+    assert found["facts"][0][0] == stored.id and found["episodes"][0][0] == stored.id
+    assert [f.text for f in store.get("u")] == ["User's sister plays the cello."]  # facts only
+    assert [h.fact.id for h in store.search("u", "cello", min_score=-1.0)] == [stored.id]
+    assert set(store.dense("u", vec, {"facts": 5})) == {"facts"}
+    names = [c.name for c in store.client.list_collections() if c.name.startswith(store.namespace + "-")
+             and c.name.endswith(store.owner("u"))]
+    assert names == [store.collection_name("u")]
+    store.delete("u", [stored.id])  # the fact goes, the episode with the same id stays
+    after = store.dense("u", vec, {"facts": 5, "episodes": 5})
+    assert after["facts"] == [] and [i for i, _ in after["episodes"]] == [stored.id]
+    with pytest.raises(ValueError, match="unknown parts"):
+        store.dense("u", vec, {"history": 5})
+
+
+@pytest.mark.parametrize("kind", ["ephemeral", "persistent"])
+def test_a_store_with_a_collection_per_part_moves_to_one_collection_on_first_use(kind, tmp_path, request, embedder):
+    from memkit.facts import HNSW, _meta
+    from memkit.types import Fact
+
+    store = open_store(kind, tmp_path, request, embedder, namespace="old")
+    fact = Fact(id="tea", user_id="u", text="User drinks green tea.", key="user.drink", value="green tea",
+                created_at=1.0, valid_from=1.0)
+    episode = store.records.add_episode(store.owner("u"), ep("u", "We hiked to the lighthouse at dawn."))
+    vectors = embedder([fact.text, "Caroline: " + episode.content])
+    meta = {"user_id": "u", "dimension": 384, "embedder": store._embedder_id()}
+    old = {part: store.client.create_collection(store._name("u", part), embedding_function=embedder,
+                                                configuration={"hnsw": HNSW}, metadata=meta)
+           for part in ("facts", "episodes")}  # as memkit wrote them before one collection per user
+    old["facts"].add(ids=[fact.id], documents=[fact.text], embeddings=[vectors[0]], metadatas=[_meta(fact)])
+    old["episodes"].add(ids=[episode.id], documents=["Caroline: " + episode.content], embeddings=[vectors[1]],
+                        metadatas=[{"user_id": "u", "session_id": "s1", "turn_id": episode.turn_id,
+                                    "speaker": "Caroline", "time": episode.time}])
+    store.records.mark_embedded(store.owner("u"), [episode.id])
+    store.records.index_facts(store.owner("u"), [(fact.id, fact.text)])
+    store.log.put_profile(store.owner("u"), [fact])
+
+    assert store.get("u") == [fact]
+    names = [c.name for c in store.client.list_collections() if c.name.startswith(store.namespace + "-")
+             and c.name.endswith(store.owner("u"))]
+    assert names == [store.collection_name("u")]  # the old collections are gone
+    moved = store.client.get_collection(store.collection_name("u")).get(include=["embeddings"])
+    assert sorted(moved["ids"]) == [f"e:{episode.id}", "f:tea"]
+    for cid, vector in zip(moved["ids"], moved["embeddings"]):  # moved with its vector, not embedded again
+        assert list(vector) == pytest.approx(list(vectors[0 if cid == "f:tea" else 1]), abs=1e-6)
+    ctx = Memory(store=store).context("u", "s2", "Where did we hike at dawn?", budget=200)
+    assert "lighthouse" in ctx.text and "green tea" in ctx.text
+
+
+def test_a_move_cut_short_is_finished_on_the_next_open_and_a_refused_one_changes_nothing(tmp_path, embedder):
+    from memkit.errors import DimensionMismatch
+    from memkit.facts import HNSW, _meta
+    from memkit.types import Fact
+
+    store = FactStore.persistent(str(tmp_path / "s"), embedder)
+    facts = [Fact(id=f"f{i}", user_id="u", text=f"User owns {i} bikes.", created_at=1.0, valid_from=1.0)
+             for i in range(3)]
+    meta = {"user_id": "u", "dimension": 384, "embedder": store._embedder_id()}
+    old = store.client.create_collection(store._name("u", "facts"), embedding_function=embedder,
+                                         configuration={"hnsw": HNSW}, metadata=meta)
+    old.add(ids=[f.id for f in facts], documents=[f.text for f in facts], metadatas=[_meta(f) for f in facts])
+    # a process that died after copying one fact: the new collection exists, still marked as moving
+    new = store.client.create_collection(store.collection_name("u"), embedding_function=embedder,
+                                         configuration={"hnsw": HNSW}, metadata={**meta, "moving": True})
+    new.add(ids=["f:f0"], documents=[facts[0].text], metadatas=[_meta(facts[0])])
+    assert [f.id for f in store.get("u")] == ["f0", "f1", "f2"]
+    col = store.client.get_collection(store.collection_name("u"))
+    assert "moving" not in col.metadata and col.count() == 3
+    assert store._legacy("u") == {}
+
+    # an old collection of another dimension is refused before anything is made, and stays as it was
+    other = store.client.create_collection(store._name("v", "facts"), embedding_function=None,
+                                           metadata={**meta, "user_id": "v", "dimension": 8})
+    other.add(ids=["x"], documents=["User likes tea."], embeddings=[[0.1] * 8], metadatas=[{"user_id": "v"}])
+    with pytest.raises(DimensionMismatch):
+        store.get("v")
+    assert other.count() == 1 and store.collection_name("v") not in [c.name for c in store.client.list_collections()]
+    store.close()

@@ -160,35 +160,28 @@ def measure(users: int, items_per_user: int, backend: str = "persistent", querie
     warm_users = list(dict.fromkeys(cold_users + opened_users))[-max(1, min(n, max_users)):]
     for uid in warm_users:
         memory.context(uid, sessions[uid], QUERIES[0], budget)
-    context, bare_read, index_calls, one_dense, msearch, fsearch = [], [], [], [], [], []
+    context, bare_read, index_calls, msearch, fsearch = [], [], [], [], []
     depth = memory.recall_options.depth
     profile_limit = profile_rows(profile_share(memory.profile_tokens, budget), memory.k)
     for _ in range(queries):
         uid, q = rng.choice(warm_users), rng.choice(QUERIES)
-        col = store._open(uid, "facts", create=False)
+        col = store._open(uid, create=False)
 
         def bare() -> None:
             col.query(query_embeddings=[store.embed_query(q)], n_results=5)
 
-        def indexes(one_dense: bool = False) -> None:
-            # the index calls a context read makes (embedding, a dense and a lexical query per part, the
-            # profile rows), without fusing, fetching or packing: the floor of this design. ``one_dense``: what
-            # one collection for both parts would ask instead, one dense query for both parts' results (of the
-            # episodes' collection, which holds half the items: a lower bound)
+        def indexes() -> None:
+            # the index calls a context read makes (the embedding, one dense query for both parts, a lexical
+            # query per part, the profile rows), without fusing, fetching or packing: the floor of this design
             vector = store.embed_query(q)
-            parts = (("facts", depth), ("episodes", episode_depth(depth, budget)))
-            if one_dense:
-                store.dense(uid, "episodes", vector, sum(k for _, k in parts))
-            else:
-                for part, k in parts:
-                    store.dense(uid, part, vector, k)
-            for part, k in parts:
+            depths = {"facts": depth, "episodes": episode_depth(depth, budget)}
+            store.dense(uid, vector, depths)
+            for part, k in depths.items():
                 store.lexical(uid, part, q, k)
             store.profile(uid, limit=profile_limit)
 
         _timed([(context, lambda: memory.context(uid, sessions[uid], q, budget)), (bare_read, bare),
-                (index_calls, indexes), (one_dense, lambda: indexes(one_dense=True)),
-                (msearch, lambda: memory.search(uid, q)),
+                (index_calls, indexes), (msearch, lambda: memory.search(uid, q)),
                 (fsearch, lambda: store.search(uid, q))], rng)
 
     # the write path: an observed user turn (episode, extraction, planning, upsert) beside a bare embed + add
@@ -207,14 +200,12 @@ def measure(users: int, items_per_user: int, backend: str = "persistent", querie
         shutil.rmtree(folder, ignore_errors=True)
     (c50, c95), (k50, k95), (o50, o95), (i50, _) = _pct(context), _pct(cold), _pct(opened), _pct(idle)
     (b50, b95), (m50, _), (f50, _), (n50, n95) = _pct(bare_read), _pct(msearch), _pct(fsearch), _pct(index_calls)
-    _, d95 = _pct(one_dense)
     (w50, w95), (x50, x95) = _pct(observe), _pct(bare_write)
     return {"backend": backend, "users": users, "items_per_user": items_per_user, "items": users * items_per_user,
             "max_users": max_users, "load_items_per_s": users * items_per_user / load_s,
             "context_p50_ms": c50, "context_p95_ms": c95, "bare_read_p50_ms": b50, "bare_read_p95_ms": b95,
             "context_vs_bare_p95": c95 / b95, "index_calls_p50_ms": n50, "index_calls_p95_ms": n95,
-            "index_calls_vs_bare_p95": n95 / b95, "one_dense_index_calls_p95_ms": d95,
-            "one_dense_vs_bare_p95": d95 / b95, "cold_context_p50_ms": k50, "cold_context_p95_ms": k95,
+            "index_calls_vs_bare_p95": n95 / b95, "cold_context_p50_ms": k50, "cold_context_p95_ms": k95,
             "opened_100ms_p50_ms": o50, "opened_100ms_p95_ms": o95, "opened_vs_warm_p50": o50 / c50,
             "idle_warm_p50_ms": i50, "opened_vs_idle_warm_p50": o50 / i50,
             "opened_still_loading": noted, "memory_search_p50_ms": m50, "store_search_p50_ms": f50,
