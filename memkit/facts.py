@@ -319,18 +319,28 @@ class FactStore:
         Hits whose similarity is below ``min_score`` (the floor) are dropped; the rest are ranked by
         ``score = weights[0] * similarity + weights[1] * importance`` (0.7/0.3) and the top ``k`` returned.
         """
-        where = self._facts(where)
+        where = self._where(where)
         query = validate.query(query)
         k = validate.positive_int("k", k)
         col = self._open(user_id, create=False)
         if col is None or not query.strip():
             return []
-        vector = self.embedder([query])[0]
-        with _translated(self.backend):
-            res = col.query(query_embeddings=[list(map(float, vector))], n_results=max(k * 3, 10),
-                            where=where, include=["documents", "metadatas", "distances"])
+        vector = list(map(float, self.embedder([query])[0]))
+        # the nearest ``want`` facts: the user's episodes share the collection, so ask for more items until that
+        # many facts came back or the collection ran out. Not by a ``part`` filter: Chroma's filtered query
+        # fails ("Error finding id") on an index it evicted and loaded again (docs/architecture.md §2)
+        want = n = max(k * 3, 10)
+        while True:
+            with _translated(self.backend):
+                res = col.query(query_embeddings=[vector], n_results=n, where=where,
+                                include=["documents", "metadatas", "distances"])
+            rows = [row for row in zip(res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0])
+                    if row[0].startswith(TAGS["facts"] + ":")]
+            if len(rows) >= want or len(res["ids"][0]) < n:
+                break
+            n *= 4
         hits = []
-        for i, d, m, dist in zip(res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0]):
+        for i, d, m, dist in rows[:want]:
             fact = self._own(user_id, _fact(i, d, m))
             sim = 1.0 - float(dist)
             hits.append(Hit(fact, sim, rank_score(sim, fact.importance, weights)))
@@ -338,11 +348,17 @@ class FactStore:
         return [h for h in hits if h.similarity >= min_score][:k]
 
     @staticmethod
-    def _facts(where: dict[str, Any] | None) -> dict[str, Any]:
-        """A caller's filter, limited to the facts of the user's collection."""
+    def _where(where: dict[str, Any] | None) -> dict[str, Any] | None:
         if where and _names_user(where):
             raise IsolationError("a where clause may not name user_id: the store scopes every call to one user")
+        return where or None
+
+    @classmethod
+    def _facts(cls, where: dict[str, Any] | None) -> dict[str, Any]:
+        """A caller's filter, limited to the facts of the user's collection (for ``get``, which reads metadata
+        and no index)."""
         part = {"part": TAGS["facts"]}
+        where = cls._where(where)
         return {"$and": [part, where]} if where else part
 
     @staticmethod

@@ -230,3 +230,14 @@ def test_a_move_cut_short_is_finished_on_the_next_open_and_a_refused_one_changes
         store.get("v")
     assert other.count() == 1 and store.collection_name("v") not in [c.name for c in store.client.list_collections()]
     store.close()
+
+
+def test_a_fact_search_finds_facts_behind_many_nearer_episodes(store):
+    from memkit.types import Fact
+
+    for i in range(60):
+        store.add_episode("u", ep("u", f"I drank green tea again, cup number {i}.", turn=f"s1:{i}"))
+    store.embed_pending("u")
+    store.upsert("u", [Fact(id="bike", user_id="u", text="User owns a red bicycle.")])
+    hits = store.search("u", "green tea cup", k=2, min_score=-1.0)
+    assert [h.fact.id for h in hits] == ["bike"]  # the only fact, behind 60 nearer episodes
