@@ -326,24 +326,22 @@ class FactStore:
         if col is None or not query.strip():
             return []
         vector = list(map(float, self.embedder([query])[0]))
-        # the nearest ``want`` facts: the user's episodes share the collection, so ask for more items until that
-        # many facts came back or the collection ran out. Not by a ``part`` filter: Chroma's filtered query
-        # fails ("Error finding id") on an index it evicted and loaded again (docs/architecture.md §2)
-        want = n = max(k * 3, 10)
+        # the nearest ``want`` facts: ids and distances of more items than that (the user's episodes share the
+        # collection), more again if too few were facts, then the facts' rows from the maintained profile. Not
+        # by a ``part`` filter: Chroma's filtered query fails ("Error finding id") on an index it evicted and
+        # loaded again (docs/architecture.md §2)
+        want = max(k * 3, 10)
+        n = 8 * want
         while True:
             with _translated(self.backend):
-                res = col.query(query_embeddings=[vector], n_results=n, where=where,
-                                include=["documents", "metadatas", "distances"])
-            rows = [row for row in zip(res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0])
-                    if row[0].startswith(TAGS["facts"] + ":")]
-            if len(rows) >= want or len(res["ids"][0]) < n:
+                res = col.query(query_embeddings=[vector], n_results=n, where=where, include=["distances"])
+            sims = {cid.split(":", 1)[1]: 1.0 - float(d) for cid, d in zip(res["ids"][0], res["distances"][0])
+                    if cid.startswith(TAGS["facts"] + ":")}
+            if len(sims) >= want or len(res["ids"][0]) < n:
                 break
             n *= 4
-        hits = []
-        for i, d, m, dist in rows[:want]:
-            fact = self._own(user_id, _fact(i, d, m))
-            sim = 1.0 - float(dist)
-            hits.append(Hit(fact, sim, rank_score(sim, fact.importance, weights)))
+        top = dict(list(sims.items())[:want])
+        hits = [Hit(f, top[f.id], rank_score(top[f.id], f.importance, weights)) for f in self.profile(user_id, ids=list(top))]
         hits.sort(key=lambda h: -h.score)
         return [h for h in hits if h.similarity >= min_score][:k]
 
