@@ -1,11 +1,12 @@
-"""The two lexical candidates, measured side by side: SQLite FTS5 (memkit's ``Records``) and bm25s.
+"""The lexical candidates, measured side by side: SQLite FTS5 (memkit's ``Records``), bm25s and tantivy.
 
     pip install -e ".[bench]" && python scripts/measure_lexical.py --seed 1 --out results/lexical
 
 Both index the same text per turn (speaker and words) of every conversation of a chat suite and rank the
 turns for every probe; the ranked turns are packed into 400 and 1,200 tokens in rank order, and the
 share of evidence turns packed is reported, with the cost of indexing one more turn (FTS5: one insert;
-bm25s: a rebuild of the user's index, as it has no incremental update) and of one query.
+bm25s: a rebuild of the user's index, as it has no incremental update; tantivy: one document and a commit)
+and of one query (tantivy: BM25 with block-max WAND, which stops scoring what cannot reach the top k).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import bm25s
 import pandas as pd
+import tantivy
 
 from memkit import tokens
 from memkit.eval.data import write_suite
@@ -43,7 +45,12 @@ def main() -> None:
     ap.add_argument("--out", default="results/lexical")
     args = ap.parse_args()
     path = args.data or write_suite(Path(tempfile.mkdtemp()) / "dev.jsonl", "chats", args.seed)
-    rows, add_ms, query_ms = [], {"fts5": [], "bm25s": []}, {"fts5": [], "bm25s": []}
+    names = ("fts5", "bm25s", "tantivy")
+    rows, add_ms, query_ms = [], {n: [] for n in names}, {n: [] for n in names}
+    schema = tantivy.SchemaBuilder()
+    schema.add_integer_field("turn", stored=True, indexed=True)
+    schema.add_text_field("body", stored=False, tokenizer_name="en_stem")
+    schema = schema.build()
     for conv in load(path):
         turns = [t for s in conv.sessions for t in s.turns]
         text = {t.id: f"{t.speaker or t.role}: {t.content}" for t in turns}
@@ -59,6 +66,16 @@ def main() -> None:
         retriever = bm25s.BM25()
         retriever.index(bm25s.tokenize(corpus, stopwords="en", show_progress=False), show_progress=False)
         add_ms["bm25s"].append((time.perf_counter() - start) * 1000)  # one rebuild: bm25s's cost of one more turn
+        index = tantivy.Index(schema)
+        writer = index.writer()
+        for i, body in enumerate(corpus):
+            start = time.perf_counter()
+            writer.add_document(tantivy.Document(turn=i, body=body))
+            writer.commit()  # searchable now, as an observed turn is in FTS5
+            add_ms["tantivy"].append((time.perf_counter() - start) * 1000)
+        writer.wait_merging_threads()
+        index.reload()
+        searcher = index.searcher()
         for p in conv.probes:
             start = time.perf_counter()
             fts = [ids[ref] for ref, _ in records.search("o", "e", p.question, 200)]
@@ -68,7 +85,12 @@ def main() -> None:
             docs, scores = retriever.retrieve(q, k=min(200, len(turns)), show_progress=False)
             bm = [turns[int(i)].id for i, s in zip(docs[0], scores[0]) if s > 0]
             query_ms["bm25s"].append((time.perf_counter() - start) * 1000)
-            for name, ranked in (("fts5", fts), ("bm25s", bm)):
+            start = time.perf_counter()
+            terms = query_terms(p.question)
+            hits = searcher.search(index.parse_query(" OR ".join(terms), ["body"]), 200).hits if terms else []
+            tv = [turns[searcher.doc(address)["turn"][0]].id for _, address in hits]
+            query_ms["tantivy"].append((time.perf_counter() - start) * 1000)
+            for name, ranked in (("fts5", fts), ("bm25s", bm), ("tantivy", tv)):
                 for budget in (400, 1200):
                     got = pack(ranked, text, budget)
                     rows.append({"index": name, "budget": budget, "type": p.type,
@@ -76,7 +98,7 @@ def main() -> None:
         records.close()
     df = pd.DataFrame(rows)
     table = df.groupby(["index", "budget"])["evidence_recall"].mean().unstack().round(3)
-    for name in ("fts5", "bm25s"):
+    for name in names:
         table.loc[name, "add one turn ms (p50)"] = round(statistics.median(add_ms[name]), 2)
         table.loc[name, "query ms (p50)"] = round(statistics.median(query_ms[name]), 2)
     print(table.to_string())
