@@ -72,8 +72,14 @@ def _cid(part: str, item_id: str) -> str:
     return f"{TAGS[part]}:{item_id}"
 
 
+def _item(cid: str) -> tuple[str, str]:
+    """The part and own id of an item in its user's collection (the reverse of ``_cid``)."""
+    tag, item_id = cid.split(":", 1)
+    return PARTS[tag], item_id
+
+
 def _fact(cid: str, doc: str, m: dict[str, Any]) -> Fact:
-    return Fact(id=cid.split(":", 1)[1], user_id=m["user_id"], text=doc, kind=m["kind"], key=m["key"] or None,
+    return Fact(id=_item(cid)[1], user_id=m["user_id"], text=doc, kind=m["kind"], key=m["key"] or None,
                 value=m["value"] or None, importance=m["importance"], source=tuple(json.loads(m["source"])),
                 created_at=m["created_at"], valid_from=m["valid_from"],
                 valid_to=None if m["valid_to"] >= OPEN_END else m["valid_to"],
@@ -335,8 +341,8 @@ class FactStore:
         while True:
             with _translated(self.backend):
                 res = col.query(query_embeddings=[vector], n_results=n, where=where, include=["distances"])
-            sims = {cid.split(":", 1)[1]: 1.0 - float(d) for cid, d in zip(res["ids"][0], res["distances"][0])
-                    if cid.startswith(TAGS["facts"] + ":")}
+            items = (_item(cid) + (1.0 - float(d),) for cid, d in zip(res["ids"][0], res["distances"][0]))
+            sims = {item_id: sim for part, item_id, sim in items if part == "facts"}
             if len(sims) >= want or len(res["ids"][0]) < n:
                 break
             n *= 4
@@ -426,10 +432,9 @@ class FactStore:
             # profile or the episode records, which check their owner
             res = col.query(query_embeddings=[list(vector)], n_results=n, include=["distances"])
         for cid, dist in zip(res["ids"][0], res["distances"][0]):
-            tag, item_id = cid.split(":", 1)
-            hits = found.get(PARTS[tag])
-            if hits is not None and len(hits) < depths[PARTS[tag]]:
-                hits.append((item_id, 1.0 - float(dist)))
+            part, item_id = _item(cid)
+            if part in found and len(found[part]) < depths[part]:
+                found[part].append((item_id, 1.0 - float(dist)))
         return found
 
     def lexical(self, user_id: str, part: str, query: str, k: int) -> list[tuple[str, float]]:
