@@ -31,6 +31,7 @@ from . import embed as _embed  # registers memkit's embedders before any get_col
 from . import validate
 from .errors import (DimensionMismatch, IsolationError, MemkitError, StoreClosed, StoreLocked, StorePathError,
                      StoreUnavailable)
+from .lexicon import FactIndex
 from .log import EventLog
 from .records import Records
 from .types import Episode, Event, EventKind, Fact, Hit
@@ -95,6 +96,11 @@ class FactStore:
         self.client = client
         self.records = records or Records()
         self.log = log or EventLog.sqlite(self.records)
+        self.fact_index = FactIndex(_index_folder(self.records.path), self.records.index_lock)
+        if not self.fact_index.filled:  # new, or written before facts had their own index: filled from the profile
+            self.fact_index.fill(self.log.all_facts())
+            self.records.drop_fact_rows()
+            self.fact_index.mark_filled()
         self.embed_batch = embed_batch
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
@@ -266,18 +272,10 @@ class FactStore:
     # ---- facts -------------------------------------------------------------------------------
     def upsert(self, user_id: str, facts: Sequence[Fact]) -> None:
         """Insert or replace ``facts`` (by id) for ``user_id``; every fact must belong to that user."""
-        col = self._open(user_id, create=True)
         if not facts:
+            self._open(user_id, create=True)
             return
-        for f in facts:
-            if f.user_id != user_id:
-                raise IsolationError(f"fact {f.id} belongs to {f.user_id!r}, not {user_id!r}")
-        vectors = self.embedder([f.text for f in facts])
-        with _translated(self.backend, pending=tuple(facts)):
-            col.upsert(ids=[_cid("facts", f.id) for f in facts], documents=[f.text for f in facts],
-                       embeddings=[list(map(float, v)) for v in vectors], metadatas=[_meta(f) for f in facts])
-        self.records.index_facts(self.owner(user_id), [(f.id, f.text) for f in facts])
-        self.log.put_profile(self.owner(user_id), facts)
+        self._change(user_id, facts, [])
 
     def get(self, user_id: str, ids: Sequence[str] | None = None, where: dict[str, Any] | None = None,
             include_superseded: bool = False) -> list[Fact]:
@@ -299,12 +297,30 @@ class FactStore:
 
     def delete(self, user_id: str, ids: Sequence[str]) -> None:
         """Remove facts by id from ``user_id``'s collection (only theirs: other ids match nothing)."""
-        col = self._open(user_id, create=False)
-        if col is not None and ids:
+        self._change(user_id, [], ids)
+
+    def _change(self, user_id: str, facts: Sequence[Fact], ids: Sequence[str]) -> None:
+        """Upsert ``facts``, then delete ``ids``: in Chroma, then in the fact index (one commit for both), then in
+        the profile."""
+        col = self._open(user_id, create=True) if facts else self._open(user_id, create=False)
+        ids = list(ids) if col is not None else []
+        if not facts and not ids:
+            return
+        for f in facts:
+            if f.user_id != user_id:
+                raise IsolationError(f"fact {f.id} belongs to {f.user_id!r}, not {user_id!r}")
+        if facts:
+            vectors = self.embedder([f.text for f in facts])
+            with _translated(self.backend, pending=tuple(facts)):
+                col.upsert(ids=[_cid("facts", f.id) for f in facts], documents=[f.text for f in facts],
+                           embeddings=[list(map(float, v)) for v in vectors], metadatas=[_meta(f) for f in facts])
+        if ids:
             with _translated(self.backend):
                 col.delete(ids=[_cid("facts", i) for i in ids])
-            self.records.unindex_facts(self.owner(user_id), list(ids))
-            self.log.drop_profile(self.owner(user_id), list(ids))
+        owner = self.owner(user_id)
+        self.fact_index.change(owner, [(f.id, f.text) for f in facts], ids)
+        self.log.put_profile(owner, facts)
+        self.log.drop_profile(owner, ids)
 
     def profile(self, user_id: str, limit: int | None = None, ids: Sequence[str] | None = None,
                 keys: Sequence[str] | None = None) -> list[Fact]:
@@ -441,7 +457,9 @@ class FactStore:
         """``(id, bm25)`` of the user's ``facts`` or ``episodes`` that share words with ``query``, best first."""
         if self._closed:
             raise StoreClosed("this FactStore was closed; open a new one")
-        return self.records.search(self.owner(user_id), "f" if part == "facts" else "e", query, k)
+        if part == "facts":
+            return self.fact_index.search(self.owner(user_id), query, k)
+        return self.records.search(self.owner(user_id), query, k)
 
     # ---- event log and history ---------------------------------------------------------------
     def apply(self, user_id: str, events: Sequence[Event]) -> None:
@@ -476,8 +494,7 @@ class FactStore:
         upserts = [e.after for e in events if e.kind in (EventKind.ADD, EventKind.UPDATE) and e.after]
         # an invalidated version leaves the search collection; its closed version lives on in the log
         deletes = [e.fact_id for e in events if e.kind in (EventKind.DELETE, EventKind.INVALIDATE) and e.fact_id]
-        self.upsert(user_id, upserts)
-        self.delete(user_id, deletes)
+        self._change(user_id, upserts, deletes)
 
     def _check_events(self, user_id: str, events: Sequence[Event]) -> None:
         validate.user_id(user_id)
@@ -524,6 +541,7 @@ class FactStore:
     def drop_user(self, user_id: str) -> None:
         """Forget everything about ``user_id``: facts, episodes, lexical rows and history."""
         self.records.drop_owner(self.owner(user_id))
+        self.fact_index.drop(self.owner(user_id))
         self.log.drop(self.owner(user_id))
         with _translated(self.backend):
             for part in ("user",) + LEGACY_PARTS:
@@ -539,6 +557,7 @@ class FactStore:
         """Release the client; every later call raises ``StoreClosed``."""
         self._closed = True
         self._collections.clear()
+        self.fact_index.close()
         self.records.close()
         self.log.close()
         closer = getattr(self.client, "close", None)
@@ -547,6 +566,11 @@ class FactStore:
 
 
 _FOLDER_LOCKS: dict[str, int] = {}
+
+
+def _index_folder(records: str) -> Path | None:
+    """Where the fact index of a records file lives: beside it (``memkit.sqlite3`` -> ``memkit.facts-index``)."""
+    return None if records == ":memory:" else Path(records).with_suffix(".facts-index")
 
 
 def _lock_folder(folder: Path) -> None:

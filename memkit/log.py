@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import threading
 from contextlib import contextmanager
+from functools import lru_cache
 from typing import Any, Iterator, Sequence
 
 from .errors import ConfigError, IsolationError, StoreClosed, StoreUnavailable
@@ -46,6 +47,12 @@ DDL_LOCK = 0x6D656D6B6974  # "memkit": the advisory lock held while creating Pos
 UPSERT = ("INSERT INTO profile (owner, fact_id, key, importance, valid_from, body) VALUES (?, ?, ?, ?, ?, ?) "
           "ON CONFLICT (owner, fact_id) DO UPDATE SET key = excluded.key, importance = excluded.importance, "
           "valid_from = excluded.valid_from, body = excluded.body")
+
+
+@lru_cache(maxsize=8192)
+def _fact(body: str) -> Fact:
+    """A profile row's fact, parsed once per distinct row (reads take the same rows again and again)."""
+    return Fact.from_dict(json.loads(body))
 
 
 class EventLog:
@@ -194,13 +201,18 @@ class EventLog:
         lookup = ids is not None or keys is not None
         if not lookup:  # the ordered read walks the profile_order index; a lookup goes by its own key, sorted here
             sql += " ORDER BY importance DESC, valid_from DESC, fact_id" + ("" if limit is None else f" LIMIT {int(limit)}")
-        facts = [Fact.from_dict(json.loads(b)) for (b,) in self._rows(sql, args)]
+        facts = [_fact(b) for (b,) in self._rows(sql, args)]
         if lookup:
             facts = sorted(facts, key=lambda f: (-f.importance, -f.valid_from, f.id))[:limit]
         for f in facts:
             if f.user_id != user_id:
                 raise IsolationError(f"profile row {f.id} of {f.user_id!r} found under {user_id!r}")
         return facts
+
+    def all_facts(self) -> Iterator[tuple[str, str, str]]:
+        """``(owner, fact id, text)`` of every current fact of every user, to fill the fact index."""
+        for owner, fact_id, body in self._rows("SELECT owner, fact_id, body FROM profile ORDER BY owner"):
+            yield owner, fact_id, json.loads(body)["text"]
 
     def drop(self, owner: str) -> None:
         with self._transaction() as run:

@@ -50,8 +50,8 @@ def fuse(rankings: dict[str, Sequence[str]], options: RecallOptions) -> list[tup
             ranks.setdefault(i, {})[channel] = r
     # ties (same fused score): the better dense rank, then the better lexical rank, then the id
     far = 1 << 30
-    return sorted(((i, s, ranks[i]) for i, s in scores.items()),
-                  key=lambda x: (-x[1], x[2].get("dense", far), x[2].get("lexical", far), x[0]))
+    order = sorted((-s, ranks[i].get("dense", far), ranks[i].get("lexical", far), i) for i, s in scores.items())
+    return [(i, -s, ranks[i]) for s, _, _, i in order]
 
 
 def dense_rankings(store: FactStore, user_id: str, vector: Sequence[float] | None, depths: dict[str, int],

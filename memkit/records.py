@@ -1,8 +1,8 @@
-"""SQLite records beside Chroma: episodes (every observed turn) and the lexical index over facts and episodes.
+"""SQLite records beside Chroma: episodes (every observed turn) and their lexical index (FTS5).
 
 See docs/architecture.md §2. Every row carries ``owner`` (a hash of the user id); the FTS5 query puts the
-owner token inside the full-text match, so the index only ever returns that user's rows of that kind,
-and every row read back is checked against its owner.
+owner token inside the full-text match, so the index only ever returns that user's rows, and every row
+read back is checked against its owner. Facts have their own lexical index (``memkit/lexicon.py``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import os
 import re
 import sqlite3
 import threading
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
@@ -78,16 +78,22 @@ class Records:
             except ImportError:
                 pass
 
-    @contextmanager
-    def owner_lock(self, owner: str) -> Iterator[None]:
+    def owner_lock(self, owner: str) -> AbstractContextManager[None]:
         """A lock on one owner across processes that share this file (a POSIX byte-range lock on a side file);
         in memory there is no other process to exclude."""
+        return self._byte_lock(int(owner[:8], 16))  # one byte per owner hash prefix: 4 billion slots
+
+    def index_lock(self) -> AbstractContextManager[None]:
+        """The lock a writer of the fact index takes (``memkit/lexicon.py``): one byte past the owners'."""
+        return self._byte_lock(1 << 32)
+
+    @contextmanager
+    def _byte_lock(self, offset: int) -> Iterator[None]:
         if self._lockfd is None:
             yield
             return
         import fcntl
 
-        offset = int(owner[:8], 16)  # one byte per owner hash prefix: 4 billion slots
         fcntl.lockf(self._lockfd, fcntl.LOCK_EX, 1, offset)
         try:
             yield
@@ -170,33 +176,23 @@ class Records:
         rowid = self._db.execute("INSERT INTO lex_refs (owner, kind, ref) VALUES (?, ?, ?)", (owner, kind, ref)).lastrowid
         self._db.execute("INSERT INTO lexical (rowid, owner, body) VALUES (?, ?, ?)", (rowid, kind + owner, lexical_text(text)))
 
-    def index_facts(self, owner: str, facts: Sequence[tuple[str, str]]) -> None:
-        """Index (fact id, text) pairs, replacing earlier text of the same ids."""
+    def drop_fact_rows(self) -> int:
+        """Remove the fact rows that FTS5 held before facts had their own index (``memkit/lexicon.py``)."""
         with self._lock:
             self._check()
             with self._db:
                 self._db.execute("BEGIN IMMEDIATE")  # take the write lock now: no BUSY on upgrade
-                for ref, text in facts:
-                    self._index(owner, "f", ref, text)
+                rows = self._db.execute("SELECT id FROM lex_refs WHERE kind = 'f'").fetchall()
+                self._db.executemany("DELETE FROM lexical WHERE rowid = ?", rows)
+                self._db.execute("DELETE FROM lex_refs WHERE kind = 'f'")
+        return len(rows)
 
-    def unindex_facts(self, owner: str, ids: Sequence[str]) -> None:
-        with self._lock:
-            self._check()
-            with self._db:
-                self._db.execute("BEGIN IMMEDIATE")  # take the write lock now: no BUSY on upgrade
-                for ref in ids:
-                    row = self._db.execute("SELECT id FROM lex_refs WHERE owner = ? AND kind = 'f' AND ref = ?",
-                                           (owner, ref)).fetchone()
-                    if row is not None:
-                        self._db.execute("DELETE FROM lexical WHERE rowid = ?", (row[0],))
-                        self._db.execute("DELETE FROM lex_refs WHERE id = ?", (row[0],))
-
-    def search(self, owner: str, kind: str, query: str, k: int) -> list[tuple[str, float]]:
-        """BM25 (FTS5) over one user's facts (``kind="f"``) or episodes (``"e"``): ``(ref, score)``, best first."""
+    def search(self, owner: str, query: str, k: int) -> list[tuple[str, float]]:
+        """BM25 (FTS5) over one user's episodes: ``(seq, score)``, best first."""
         terms = query_terms(query)
         if not terms or k <= 0:
             return []
-        match = f'owner:"{kind}{owner}" AND body:(' + " OR ".join('"' + t.replace('"', '""') + '"' for t in terms) + ")"
+        match = f'owner:"e{owner}" AND body:(' + " OR ".join('"' + t.replace('"', '""') + '"' for t in terms) + ")"
         with self._lock:
             self._check()
             rows = self._db.execute(

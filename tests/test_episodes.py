@@ -186,7 +186,7 @@ def test_a_store_with_a_collection_per_part_moves_to_one_collection_on_first_use
                         metadatas=[{"user_id": "u", "session_id": "s1", "turn_id": episode.turn_id,
                                     "speaker": "Caroline", "time": episode.time}])
     store.records.mark_embedded(store.owner("u"), [episode.id])
-    store.records.index_facts(store.owner("u"), [(fact.id, fact.text)])
+    store.fact_index.change(store.owner("u"), [(fact.id, fact.text)])
     store.log.put_profile(store.owner("u"), [fact])
 
     assert store.get("u") == [fact]

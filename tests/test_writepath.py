@@ -2,6 +2,7 @@
 bad input named. Real Chroma, real processes (SIGKILL), the real openai client against a fake server."""
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -129,8 +130,11 @@ def test_processes_sharing_a_server_and_records_keep_one_fact_per_key(chroma_ser
              for i in range(4)]
     assert all(p.wait(timeout=300) == 0 for p in procs)
     store = FactStore.http("127.0.0.1", chroma_server.port, namespace=ns, records=records)
-    assert len(store.get("u", where={"key": "user.city"})) == 1
+    current = store.get("u", where={"key": "user.city"})
+    assert len(current) == 1
     assert len(store.history("u")) == 100
+    # the four writers took turns on the one fact index: it holds the current city, and only it
+    assert [i for i, _ in store.lexical("u", "facts", "Where does the user live?", 200)] == [current[0].id]
     store.drop_user("u")
 
 
@@ -307,6 +311,30 @@ def test_a_log_written_before_the_profile_existed_is_folded_into_it(tmp_path, em
     m.store.log._db.execute("DELETE FROM profile")  # what a records file of the previous version holds
     again = EventLog.sqlite(Records(records))
     assert sorted((f.id, f.text) for f in again.profile(m.store.owner("u"), "u")) == want
+
+
+def test_the_fact_index_is_filled_from_the_profile_when_new_missing_or_damaged(tmp_path, embedder):
+    path = tmp_path / "store"
+    store = FactStore.persistent(str(path), embedder)
+    Memory(store=store).observe("u", "s", "user", "I live in Rome and I prefer metric units.")
+    Memory(store=store).observe("v", "s", "user", "I live in Lisbon.")
+    owner = store.owner("u")
+    # what a records file of the previous version holds: the facts in FTS5 beside the episodes
+    store.records._index(owner, "f", "old", "User lives in Rome.")
+    store.close()
+    folder = path / "memkit.facts-index"
+    for damage in ("remove", "garble"):
+        if damage == "remove":
+            shutil.rmtree(folder)
+        else:
+            (folder / "meta.json").write_text("not json")
+        store = FactStore.persistent(str(path), embedder)
+        rome = [f.id for f in store.profile("u") if "Rome" in f.text]
+        assert rome and [i for i, _ in store.lexical("u", "facts", "Which city, Rome?", 10)] == rome  # from the profile
+        assert store.lexical("u", "facts", "Lisbon", 10) == []  # and within the user only
+        rows = store.records._db.execute("SELECT COUNT(*) FROM lex_refs WHERE kind = 'f'").fetchone()[0]
+        assert rows == 0  # FTS5 keeps episodes only
+        store.close()
 
 
 def test_a_profile_read_refuses_a_row_of_another_user(embedder):
