@@ -118,7 +118,7 @@ class Records:
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (owner, ep.user_id, ep.session_id, ep.turn_id, ep.speaker, ep.role, ep.content, ep.time, ep.tokens, pos))
                 seq = str(cur.lastrowid)
-                self._index(owner, "e", seq, f"{ep.speaker} {ep.content}")
+                self._index(owner, seq, f"{ep.speaker} {ep.content}")
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
@@ -168,13 +168,9 @@ class Records:
                                     (owner,)).fetchone()[0]
 
     # ---- lexical index -----------------------------------------------------------------------
-    def _index(self, owner: str, kind: str, ref: str, text: str) -> None:
-        old = self._db.execute("SELECT id FROM lex_refs WHERE owner = ? AND kind = ? AND ref = ?", (owner, kind, ref)).fetchone()
-        if old is not None:
-            self._db.execute("DELETE FROM lexical WHERE rowid = ?", (old[0],))
-            self._db.execute("DELETE FROM lex_refs WHERE id = ?", (old[0],))
-        rowid = self._db.execute("INSERT INTO lex_refs (owner, kind, ref) VALUES (?, ?, ?)", (owner, kind, ref)).lastrowid
-        self._db.execute("INSERT INTO lexical (rowid, owner, body) VALUES (?, ?, ?)", (rowid, kind + owner, lexical_text(text)))
+    def _index(self, owner: str, seq: str, text: str) -> None:
+        rowid = self._db.execute("INSERT INTO lex_refs (owner, kind, ref) VALUES (?, 'e', ?)", (owner, seq)).lastrowid
+        self._db.execute("INSERT INTO lexical (rowid, owner, body) VALUES (?, ?, ?)", (rowid, "e" + owner, lexical_text(text)))
 
     def drop_fact_rows(self) -> int:
         """Remove the fact rows that FTS5 held before facts had their own index (``memkit/lexicon.py``)."""

@@ -320,7 +320,9 @@ def test_the_fact_index_is_filled_from_the_profile_when_new_missing_or_damaged(t
     Memory(store=store).observe("v", "s", "user", "I live in Lisbon.")
     owner = store.owner("u")
     # what a records file of the previous version holds: the facts in FTS5 beside the episodes
-    store.records._index(owner, "f", "old", "User lives in Rome.")
+    db = store.records._db
+    rowid = db.execute("INSERT INTO lex_refs (owner, kind, ref) VALUES (?, 'f', 'old')", (owner,)).lastrowid
+    db.execute("INSERT INTO lexical (rowid, owner, body) VALUES (?, ?, ?)", (rowid, "f" + owner, "User lives in Rome."))
     store.close()
     folder = path / "memkit.facts-index"
     for damage in ("remove", "garble"):
