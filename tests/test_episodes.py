@@ -7,7 +7,7 @@ from memkit import FactStore, Memory
 from memkit.eval.data import DSession, DTurn, Conversation, Probe
 from memkit.eval.runner import run
 from memkit.recall import RecallOptions, fuse, recall_episodes
-from memkit.types import Episode
+from memkit.types import Episode, Fact
 
 
 def ep(user, text, session="s1", speaker="Caroline", turn=None):
@@ -72,6 +72,17 @@ def test_lexical_query_with_fts_syntax_and_cjk(store):
     assert store.lexical("u", "episodes", "绿茶", 5)
     assert store.lexical("u", "episodes", 'AND OR NOT "stars" * ( ) NEAR', 5)
     assert store.lexical("u", "episodes", "the and of", 5) == []  # only stopwords: nothing to match
+
+
+def test_fact_index_query_with_query_syntax_cjk_and_odd_words(store):
+    texts = {"tea": "User likes green tea (绿茶).", "stars": 'User said "NEAR" AND * OR (stars) -- fine.',
+             "snake": "User names files like snake_case and e-mail."}
+    store.upsert("u", [Fact(id=i, user_id="u", text=t) for i, t in texts.items()])
+    assert [i for i, _ in store.lexical("u", "facts", "绿茶", 5)] == ["tea"]
+    assert [i for i, _ in store.lexical("u", "facts", 'AND OR NOT "stars" * ( ) NEAR field:x [a TO b]', 5)] == ["stars"]
+    assert [i for i, _ in store.lexical("u", "facts", "snake_case e-mail", 5)] == ["snake"]
+    assert store.lexical("u", "facts", "x" * 60, 5) == []  # longer than any indexed word
+    assert store.lexical("u", "facts", "the and of", 5) == []
 
 
 def test_context_account_names_channels_and_skips_this_session(embedder):
