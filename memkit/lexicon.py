@@ -12,6 +12,7 @@ so writing the same fact twice (a replay, two processes filling at once) leaves 
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import threading
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -83,9 +84,14 @@ class FactIndex:
                 writer.delete_documents_by_term("key", f"{owner}/{ref}")
 
     def fill(self, rows: Iterable[tuple[str, str, str]]) -> None:
-        """Index ``(owner, fact id, text)`` rows of any owners in one commit (a new index, from the profile)."""
+        """Index ``(owner, fact id, text)`` rows of any owners in one commit (a new index, from the profile);
+        no rows, no commit."""
+        rows = iter(rows)
+        first = next(rows, None)
+        if first is None:
+            return
         with self._writer() as writer:
-            for owner, ref, text in rows:
+            for owner, ref, text in itertools.chain([first], rows):
                 self._add(writer, owner, ref, text)
 
     @staticmethod

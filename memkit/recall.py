@@ -1,6 +1,6 @@
 """Hybrid recall over a user's facts and episodes: a lexical channel (BM25: tantivy over facts, SQLite FTS5
-over episodes) and a dense channel (Chroma, cosine), fused by reciprocal rank. Each result keeps its rank in every channel that found it, so
-the context account can say why it is there (docs/architecture.md §1).
+over episodes) and a dense channel (Chroma, cosine), fused by reciprocal rank. Each result keeps its rank in
+every channel that found it, so the context account can say why it is there (docs/architecture.md §1).
 """
 
 from __future__ import annotations
