@@ -1,11 +1,12 @@
-"""The lexical candidates, measured side by side: SQLite FTS5 (memkit's ``Records``), bm25s and tantivy.
+"""The lexical candidates, measured side by side: SQLite FTS5 (memkit's ``Records``, its episodes' index), bm25s
+and tantivy (memkit's ``FactIndex``, its facts' index, here over turns).
 
     pip install -e ".[bench]" && python scripts/measure_lexical.py --seed 1 --out results/lexical
 
 Both index the same text per turn (speaker and words) of every conversation of a chat suite and rank the
 turns for every probe; the ranked turns are packed into 400 and 1,200 tokens in rank order, and the
 share of evidence turns packed is reported, with the cost of indexing one more turn (FTS5: one insert;
-bm25s: a rebuild of the user's index, as it has no incremental update; tantivy: one document and a commit)
+bm25s: a rebuild of the user's index, as it has no incremental update; tantivy: one change, as memkit commits it)
 and of one query (tantivy: BM25 with block-max WAND, which stops scoring what cannot reach the top k).
 """
 
@@ -19,11 +20,11 @@ from pathlib import Path
 
 import bm25s
 import pandas as pd
-import tantivy
 
 from memkit import tokens
 from memkit.eval.data import write_suite
 from memkit.eval.data import load
+from memkit.lexicon import FactIndex
 from memkit.records import Records, lexical_text, query_terms
 from memkit.types import Episode
 
@@ -47,10 +48,6 @@ def main() -> None:
     path = args.data or write_suite(Path(tempfile.mkdtemp()) / "dev.jsonl", "chats", args.seed)
     names = ("fts5", "bm25s", "tantivy")
     rows, add_ms, query_ms = [], {n: [] for n in names}, {n: [] for n in names}
-    schema = tantivy.SchemaBuilder()
-    schema.add_integer_field("turn", stored=True, indexed=True)
-    schema.add_text_field("body", stored=False, tokenizer_name="en_stem")
-    schema = schema.build()
     for conv in load(path):
         turns = [t for s in conv.sessions for t in s.turns]
         text = {t.id: f"{t.speaker or t.role}: {t.content}" for t in turns}
@@ -66,16 +63,11 @@ def main() -> None:
         retriever = bm25s.BM25()
         retriever.index(bm25s.tokenize(corpus, stopwords="en", show_progress=False), show_progress=False)
         add_ms["bm25s"].append((time.perf_counter() - start) * 1000)  # one rebuild: bm25s's cost of one more turn
-        index = tantivy.Index(schema)
-        writer = index.writer()
-        for i, body in enumerate(corpus):
+        index = FactIndex()  # in memory
+        for t, body in zip(turns, corpus):
             start = time.perf_counter()
-            writer.add_document(tantivy.Document(turn=i, body=body))
-            writer.commit()  # searchable now, as an observed turn is in FTS5
+            index.change("o", [(t.id, body)])  # searchable now, as an observed turn is in FTS5
             add_ms["tantivy"].append((time.perf_counter() - start) * 1000)
-        writer.wait_merging_threads()
-        index.reload()
-        searcher = index.searcher()
         for p in conv.probes:
             start = time.perf_counter()
             fts = [ids[ref] for ref, _ in records.search("o", p.question, 200)]
@@ -86,9 +78,7 @@ def main() -> None:
             bm = [turns[int(i)].id for i, s in zip(docs[0], scores[0]) if s > 0]
             query_ms["bm25s"].append((time.perf_counter() - start) * 1000)
             start = time.perf_counter()
-            terms = query_terms(p.question)
-            hits = searcher.search(index.parse_query(" OR ".join(terms), ["body"]), 200).hits if terms else []
-            tv = [turns[searcher.doc(address)["turn"][0]].id for _, address in hits]
+            tv = [ref for ref, _ in index.search("o", p.question, 200)]
             query_ms["tantivy"].append((time.perf_counter() - start) * 1000)
             for name, ranked in (("fts5", fts), ("bm25s", bm), ("tantivy", tv)):
                 for budget in (400, 1200):
