@@ -16,6 +16,7 @@ import itertools
 import json
 import os
 import re
+import shutil
 import threading
 import uuid
 from collections import OrderedDict
@@ -31,7 +32,7 @@ from . import embed as _embed  # registers memkit's embedders before any get_col
 from . import validate
 from .errors import (DimensionMismatch, IsolationError, MemkitError, StoreClosed, StoreLocked, StorePathError,
                      StoreUnavailable)
-from .lexicon import FactIndex
+from .lexicon import LexicalIndex
 from .log import EventLog
 from .records import Records
 from .types import Episode, Event, EventKind, Fact, Hit
@@ -96,11 +97,13 @@ class FactStore:
         self.client = client
         self.records = records or Records()
         self.log = log or EventLog.sqlite(self.records)
-        self.fact_index = FactIndex(_index_folder(self.records.path), self.records.index_lock)
-        if not self.fact_index.filled:  # new, or written before facts had their own index: filled from the profile
-            self.fact_index.fill(self.log.all_facts())
-            self.records.drop_fact_rows()
-            self.fact_index.mark_filled()
+        self.lexicon = LexicalIndex(_index_folder(self.records.path), self.records.index_lock)
+        if not self.lexicon.filled:  # new, missing or damaged, or written by an older memkit: filled from the records
+            self.lexicon.fill(itertools.chain(
+                ((owner, "facts", ref, text) for owner, ref, text in self.log.all_facts()),
+                ((owner, "episodes", e.id, episode_text(e)) for owner, e in self.records.embedded())))
+            self.records.drop_fts()
+            self.lexicon.mark_filled()
         self.embed_batch = embed_batch
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
@@ -300,8 +303,8 @@ class FactStore:
         self._change(user_id, [], ids)
 
     def _change(self, user_id: str, facts: Sequence[Fact], ids: Sequence[str]) -> None:
-        """Upsert ``facts``, then delete ``ids``: in Chroma, then in the fact index (one commit for both), then in
-        the profile."""
+        """Upsert ``facts``, then delete ``ids``: in Chroma, then in the lexical index (one commit for both), then
+        in the profile."""
         col = self._open(user_id, create=True) if facts else self._open(user_id, create=False)
         ids = list(ids) if col is not None else []
         if not facts and not ids:
@@ -318,7 +321,7 @@ class FactStore:
             with _translated(self.backend):
                 col.delete(ids=[_cid("facts", i) for i in ids])
         owner = self.owner(user_id)
-        self.fact_index.change(owner, [(f.id, f.text) for f in facts], ids)
+        self.lexicon.change(owner, "facts", [(f.id, f.text) for f in facts], ids)
         self.log.put_profile(owner, facts)
         self.log.drop_profile(owner, ids)
 
@@ -389,7 +392,7 @@ class FactStore:
 
     # ---- episodes ----------------------------------------------------------------------------
     def add_episode(self, user_id: str, episode: Episode) -> Episode:
-        """Keep an observed turn: recorded and lexically indexed now, embedded in a batch (docs/architecture.md §2)."""
+        """Keep an observed turn: recorded now, embedded and indexed lexically in a batch (docs/architecture.md §2)."""
         if episode.user_id != user_id:
             raise IsolationError(f"episode of {episode.user_id!r} offered to {user_id!r}")
         if self._closed:
@@ -400,10 +403,12 @@ class FactStore:
             self.embed_pending(user_id)
         return stored
 
-    def embed_pending(self, user_id: str) -> int:
-        """Embed the user's episodes that are recorded but not yet in Chroma; returns how many."""
+    def embed_pending(self, user_id: str, but_session: str | None = None) -> int:
+        """Embed the user's episodes that are recorded but not yet in Chroma, and index them lexically (one
+        commit), leaving ``but_session``'s pending (a reader's own session: its turns are in its window or
+        summary, never recalled as episodes); returns how many."""
         owner = self.owner(user_id)
-        pending = self.records.episodes(owner, user_id, pending=True)
+        pending = self.records.episodes(owner, user_id, pending=True, but_session=but_session)
         if not pending:
             return 0
         col = self._open(user_id, create=True)
@@ -414,6 +419,7 @@ class FactStore:
                        embeddings=[list(map(float, v)) for v in vectors],
                        metadatas=[{"part": TAGS["episodes"], "user_id": user_id, "session_id": e.session_id, "turn_id": e.turn_id,
                                    "speaker": e.speaker, "time": e.time} for e in pending])
+        self.lexicon.change(owner, "episodes", [(e.id, t) for e, t in zip(pending, texts)])
         self.records.mark_embedded(owner, [e.id for e in pending])
         return len(pending)
 
@@ -429,15 +435,17 @@ class FactStore:
         """The query's vector, computed once and shared by the dense searches of one read."""
         return list(map(float, self.embedder([query])[0]))
 
-    def dense(self, user_id: str, vector: Sequence[float], depths: dict[str, int]) -> dict[str, list[tuple[str, float]]]:
+    def dense(self, user_id: str, vector: Sequence[float], depths: dict[str, int],
+              session: str | None = None) -> dict[str, list[tuple[str, float]]]:
         """``(id, similarity)`` of the user's items nearest to ``vector``, closest first, per part: one query
         for ``sum(depths)`` items of both parts, of which each part keeps at most its own depth (so with
-        ``{"facts": 100}`` alone, the facts among the nearest 100 items)."""
+        ``{"facts": 100}`` alone, the facts among the nearest 100 items). A reader in ``session`` does not
+        wait for that session's pending turns (``embed_pending``)."""
         unknown = set(depths) - set(TAGS)
         if unknown:
             raise ValueError(f"unknown parts {sorted(unknown)}; choose from {sorted(TAGS)}")
         if "episodes" in depths:
-            self.embed_pending(user_id)  # a read never misses a recorded turn
+            self.embed_pending(user_id, but_session=session)  # a read never misses another session's turn
         found: dict[str, list[tuple[str, float]]] = {part: [] for part in depths}
         n = sum(max(k, 0) for k in depths.values())
         col = self._open(user_id, create=False)
@@ -453,13 +461,17 @@ class FactStore:
                 found[part].append((item_id, 1.0 - float(dist)))
         return found
 
-    def lexical(self, user_id: str, part: str, query: str, k: int) -> list[tuple[str, float]]:
-        """``(id, bm25)`` of the user's ``facts`` or ``episodes`` that share words with ``query``, best first."""
+    def lexical(self, user_id: str, part: str, query: str, k: int,
+                session: str | None = None) -> list[tuple[str, float]]:
+        """``(id, bm25)`` of the user's ``facts`` or ``episodes`` that share words with ``query``, best first.
+        A reader in ``session`` does not wait for that session's pending turns (``embed_pending``)."""
+        if part not in TAGS:
+            raise ValueError(f"unknown part {part!r}; choose from {sorted(TAGS)}")
         if self._closed:
             raise StoreClosed("this FactStore was closed; open a new one")
-        if part == "facts":
-            return self.fact_index.search(self.owner(user_id), query, k)
-        return self.records.search(self.owner(user_id), query, k)
+        if part == "episodes":
+            self.embed_pending(user_id, but_session=session)  # a read never misses another session's turn
+        return self.lexicon.search(self.owner(user_id), part, query, k)
 
     # ---- event log and history ---------------------------------------------------------------
     def apply(self, user_id: str, events: Sequence[Event]) -> None:
@@ -541,7 +553,7 @@ class FactStore:
     def drop_user(self, user_id: str) -> None:
         """Forget everything about ``user_id``: facts, episodes, lexical rows and history."""
         self.records.drop_owner(self.owner(user_id))
-        self.fact_index.drop(self.owner(user_id))
+        self.lexicon.drop(self.owner(user_id), list(TAGS))
         self.log.drop(self.owner(user_id))
         with _translated(self.backend):
             for part in ("user",) + LEGACY_PARTS:
@@ -557,7 +569,7 @@ class FactStore:
         """Release the client; every later call raises ``StoreClosed``."""
         self._closed = True
         self._collections.clear()
-        self.fact_index.close()
+        self.lexicon.close()
         self.records.close()
         self.log.close()
         closer = getattr(self.client, "close", None)
@@ -569,8 +581,12 @@ _FOLDER_LOCKS: dict[str, int] = {}
 
 
 def _index_folder(records: str) -> Path | None:
-    """Where the fact index of a records file lives: beside it (``memkit.sqlite3`` -> ``memkit.facts-index``)."""
-    return None if records == ":memory:" else Path(records).with_suffix(".facts-index")
+    """Where the lexical index of a records file lives: beside it (``memkit.sqlite3`` -> ``memkit.lexical``).
+    The facts-only index an older memkit kept there (``memkit.facts-index``) is removed: this one replaces it."""
+    if records == ":memory:":
+        return None
+    shutil.rmtree(Path(records).with_suffix(".facts-index"), ignore_errors=True)
+    return Path(records).with_suffix(".lexical")
 
 
 def _lock_folder(folder: Path) -> None:

@@ -1,18 +1,20 @@
-"""The lexical index over facts: tantivy (BM25 with block-max WAND), beside the SQLite records.
+"""The lexical index over facts and episodes: tantivy (BM25 with block-max WAND), beside the SQLite records.
 
-See docs/architecture.md §2 and §6. FTS5 scores every fact that shares a word with the question, so for a
-user with thousands of facts the lexical query cost more than the dense one; tantivy stops scoring what
-cannot reach the top k. Facts are written rarely and read on every turn, so a commit per write is affordable
-here; episodes, written every turn in the same transaction as their record, stay in FTS5.
+See docs/architecture.md §2 and §6. SQLite FTS5 scores every row that shares a word with the question, so
+for a user with thousands of items the lexical query cost as much as the dense one; tantivy stops scoring
+what cannot reach the top k. A commit costs milliseconds, so facts are indexed when they change (rarely) and
+episodes with their embedding batch (``FactStore.embed_pending``), never one commit per turn.
 
-The index is derived: the profile (the fold of the applied events) is the truth, and ``FactStore`` fills a
-new or missing index from it. Every write deletes a fact's earlier document by its key before adding it,
-so writing the same fact twice (a replay, two processes filling at once) leaves one document.
+The index is derived: the profile (the fold of the applied events) and the episode records are the truth,
+and ``FactStore`` fills a new or missing index from them. Every write deletes an item's earlier document by
+its key before adding it, so writing the same item twice (a replay, two processes indexing the same
+batch) leaves one document.
 """
 
 from __future__ import annotations
 
 import itertools
+import re
 import shutil
 import threading
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -22,22 +24,51 @@ from typing import Callable, Iterable, Iterator, Sequence
 import tantivy
 
 from .errors import IsolationError, StoreClosed
-from .records import lexical_text, query_terms
+
+# Query words that match nearly every turn and carry no topic; dropped from queries only. "user" is indexed
+# with every user turn (its speaker) and starts every fact ("User prefers ..."), so it is in half the rows or
+# more: BM25 gives it next to no weight, yet matching it made SQLite FTS5, the index before this one, score all
+# of those rows (4 ms at p95 for one user with 5,000 facts). ("s", what "Ana's" leaves, is no such word:
+# it selects possessives, a minority of rows, and carries weight.)
+STOPWORDS = frozenset("""user users a about after again all am an and any are as at be been before being both but by can could did
+do does doing during each few for from had has have having he her here hers herself him himself his how i if in into is
+it its itself just me more most my myself no nor not now of off on once only or other our ours out over own same she
+should so some such than that the their theirs them then there these they this those through to too under until up very
+was we were what when where which while who whom why will with would you your yours yourself""".split())
+_WORD = re.compile(r"\w+", re.UNICODE)
+_CJK = re.compile(r"([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af])")
+
+
+def lexical_text(text: str) -> str:
+    """Text as the lexical index sees it: CJK characters become separate tokens (the tokenizer keeps runs whole)."""
+    return _CJK.sub(r" \1 ", text)
+
+
+def query_terms(query: str) -> list[str]:
+    """The words of ``query`` worth matching: lowercased, CJK per character, stopwords out, each once."""
+    words = [w.lower() for w in _WORD.findall(lexical_text(query))]
+    return list(dict.fromkeys(w for w in words if w not in STOPWORDS))
+
 
 WRITER_HEAP = 15_000_000  # bytes: tantivy's minimum per indexing thread
-FILLED = "filled"  # a marker file: the index holds every fact of the profile it was filled from
+FILLED = "filled"  # a marker file: the index holds every item of the records it was filled from
 
 
 def _schema() -> tantivy.Schema:
     builder = tantivy.SchemaBuilder()
-    builder.add_text_field("owner", stored=False, tokenizer_name="raw")  # the user's hash: the filter
-    builder.add_text_field("key", stored=True, tokenizer_name="raw")  # "<owner>/<fact id>": one document per fact
+    builder.add_text_field("owner", stored=False, tokenizer_name="raw")  # "<part>/<user's hash>": the filter
+    builder.add_text_field("key", stored=True, tokenizer_name="raw")  # "<part>/<hash>/<id>": one document per item
     builder.add_text_field("body", stored=False, tokenizer_name="en_stem")
     return builder.build()
 
 
-class FactIndex:
-    """BM25 over every user's current facts, one document per fact, searched within one owner only.
+def _owner(part: str, owner: str) -> str:
+    return f"{part}/{owner}"
+
+
+class LexicalIndex:
+    """BM25 over every user's current facts and episodes, one document per item, searched within one owner's
+    part (``"facts"`` or ``"episodes"``) only.
 
     ``path`` None keeps it in memory (an ephemeral store); otherwise a folder, shared by the processes that
     share the records file: ``lock`` excludes their writers from each other (tantivy allows one at a time).
@@ -64,7 +95,7 @@ class FactIndex:
 
     @property
     def filled(self) -> bool:
-        """Whether the index was filled from the profile (a new one is empty until ``FactStore`` fills it)."""
+        """Whether the index was filled from the records (a new one is empty until ``FactStore`` fills it)."""
         return self._filled
 
     def mark_filled(self) -> None:
@@ -72,61 +103,64 @@ class FactIndex:
         if self._folder is not None:
             (self._folder / FILLED).touch()
 
-    def change(self, owner: str, put: Sequence[tuple[str, str]], remove: Sequence[str] = ()) -> None:
-        """Index ``put`` (fact id, text) pairs of one owner, replacing earlier text of the same ids, then remove
-        the ``remove`` ids: one commit."""
+    def change(self, owner: str, part: str, put: Sequence[tuple[str, str]], remove: Sequence[str] = ()) -> None:
+        """Index ``put`` (id, text) pairs of one owner's part, replacing earlier text of the same ids, then
+        remove the ``remove`` ids: one commit."""
         if not put and not remove:
             return
         with self._writer() as writer:
             for ref, text in put:
-                self._add(writer, owner, ref, text)
+                self._add(writer, owner, part, ref, text)
             for ref in remove:
-                writer.delete_documents_by_term("key", f"{owner}/{ref}")
+                writer.delete_documents_by_term("key", f"{_owner(part, owner)}/{ref}")
 
-    def fill(self, rows: Iterable[tuple[str, str, str]]) -> None:
-        """Index ``(owner, fact id, text)`` rows of any owners in one commit (a new index, from the profile);
+    def fill(self, rows: Iterable[tuple[str, str, str, str]]) -> None:
+        """Index ``(owner, part, id, text)`` rows of any owners in one commit (a new index, from the records);
         no rows, no commit."""
         rows = iter(rows)
         first = next(rows, None)
         if first is None:
             return
         with self._writer() as writer:
-            for owner, ref, text in itertools.chain([first], rows):
-                self._add(writer, owner, ref, text)
+            for owner, part, ref, text in itertools.chain([first], rows):
+                self._add(writer, owner, part, ref, text)
 
     @staticmethod
-    def _add(writer: tantivy.IndexWriter, owner: str, ref: str, text: str) -> None:
-        key = f"{owner}/{ref}"
+    def _add(writer: tantivy.IndexWriter, owner: str, part: str, ref: str, text: str) -> None:
+        key = f"{_owner(part, owner)}/{ref}"
         writer.delete_documents_by_term("key", key)
-        writer.add_document(tantivy.Document(owner=owner, key=key, body=lexical_text(text)))
+        writer.add_document(tantivy.Document(owner=_owner(part, owner), key=key, body=lexical_text(text)))
 
-    def drop(self, owner: str) -> None:
-        """Forget every fact of one owner."""
+    def drop(self, owner: str, parts: Sequence[str]) -> None:
+        """Forget every item of one owner's ``parts``."""
         with self._writer() as writer:
-            writer.delete_documents_by_term("owner", owner)
+            for part in parts:
+                writer.delete_documents_by_term("owner", _owner(part, owner))
 
-    def search(self, owner: str, query: str, k: int) -> list[tuple[str, float]]:
-        """BM25 over one owner's facts: ``(fact id, score)``, best first."""
+    def search(self, owner: str, part: str, query: str, k: int) -> list[tuple[str, float]]:
+        """BM25 over one owner's part: ``(id, score)``, best first."""
         index = self._open()
         terms = query_terms(query)
         if not terms or k <= 0:
             return []
-        words = index.parse_query(" ".join(terms), ["body"])  # the field's tokenizer stems them as it did the facts
-        only = tantivy.Query.term_query(self._schema, "owner", owner)
+        words = index.parse_query(" ".join(terms), ["body"])  # the field's tokenizer stems them as it did the items
+        scope = _owner(part, owner)
+        index.reload()  # another process's last commit too, not only after tantivy's own delay (15 µs)
+        only = tantivy.Query.term_query(self._schema, "owner", scope)
         searcher = index.searcher()
         hits = searcher.search(tantivy.Query.boolean_query(
             [(tantivy.Occur.Must, only), (tantivy.Occur.Must, words)]), k).hits
         found = []
         for score, address in hits:
-            row_owner, _, ref = searcher.doc(address)["key"][0].partition("/")
-            if row_owner != owner:
-                raise IsolationError("the fact index returned another user's fact")
-            found.append((ref, float(score)))
+            key = searcher.doc(address)["key"][0]
+            if not key.startswith(scope + "/"):  # an id may hold "/": the scope is the prefix
+                raise IsolationError("the lexical index returned another user's item")
+            found.append((key[len(scope) + 1:], float(score)))
         return found
 
     def _open(self) -> tantivy.Index:
         if self._index is None:
-            raise StoreClosed("this fact index was closed; open a new store")
+            raise StoreClosed("this lexical index was closed; open a new store")
         return self._index
 
     @contextmanager

@@ -258,19 +258,20 @@ class Memory:
         nan = float("nan")
         return shown + [Hit(f, nan, nan, why="profile") for f in rest]
 
-    def _recall(self, user_id: str, query: str, budget: int, profile_tokens: int, k: int | None = None,
-                min_score: float | None = None) -> tuple[list[Hit], Iterator[Recalled]]:
+    def _recall(self, user_id: str, session_id: str, query: str, budget: int, profile_tokens: int,
+                k: int | None = None, min_score: float | None = None) -> tuple[list[Hit], Iterator[Recalled]]:
         if not query.strip():
             return self._fact_hits(user_id, query, None, k, min_score, profile_tokens), iter(())
         vector = self.store.embed_query(query) if "dense" in self.recall_options.channels else None
         options = replace(self.recall_options, depth=episode_depth(self.recall_options.depth, budget))
         depths = {part: d for part, d, wanted in (("facts", self.recall_options.depth, self.facts),
                                                   ("episodes", options.depth, self.episodes)) if wanted}
-        dense = dense_rankings(self.store, user_id, vector, depths, self.recall_options)  # one query, both parts
+        # one query for both parts; the session's own pending turns stay pending (they are never recalled)
+        dense = dense_rankings(self.store, user_id, vector, depths, self.recall_options, session_id)
         facts = self._fact_hits(user_id, query, dense.get("facts"), k, min_score, profile_tokens) if self.facts else []
         # read by id a page at a time, about what the budget holds: packing stops when the budget is spent
         episodes = recall_episodes(self.store, user_id, query, dense.get("episodes"), options,
-                                   page=max(budget // 10, 10)) if self.episodes else iter(())
+                                   page=max(budget // 10, 10), session=session_id) if self.episodes else iter(())
         return facts, episodes
 
     def context(self, user_id: str, session_id: str, query: str, budget: int = 1200, k: int | None = None,
@@ -298,7 +299,7 @@ class Memory:
         newest = sum(t.tokens for t in window[-1:])
         reserve = min(max(newest, min(sum(t.tokens for t in window), int(left * self.window_share))), left)
         profile = profile_share(self.profile_tokens, left)
-        fact_hits, episodes = self._recall(user_id, query, budget, profile, k, min_score)
+        fact_hits, episodes = self._recall(user_id, session_id, query, budget, profile, k, min_score)
         facts = assemble.pack_facts(fact_hits, left - reserve, profile)
         left -= facts.tokens
         shown_sources = {s for item in facts.items for s in item["source"]}

@@ -1,5 +1,5 @@
-"""Hybrid recall over a user's facts and episodes: a lexical channel (BM25: tantivy over facts, SQLite FTS5
-over episodes) and a dense channel (Chroma, cosine), fused by reciprocal rank. Each result keeps its rank in
+"""Hybrid recall over a user's facts and episodes: a lexical channel (BM25, tantivy) and a dense channel
+(Chroma, cosine), fused by reciprocal rank. Each result keeps its rank in
 every channel that found it, so the context account can say why it is there (docs/architecture.md §1).
 """
 
@@ -55,12 +55,13 @@ def fuse(rankings: dict[str, Sequence[str]], options: RecallOptions) -> list[tup
 
 
 def dense_rankings(store: FactStore, user_id: str, vector: Sequence[float] | None, depths: dict[str, int],
-                   options: RecallOptions = RecallOptions()) -> dict[str, list[tuple[str, float]]]:
+                   options: RecallOptions = RecallOptions(), session: str | None = None) -> dict[str, list[tuple[str, float]]]:
     """The dense channel for the parts in ``depths``, from one query of the user's collection (none when the
-    channel is off or there is no vector): ``{part: [(id, similarity), ...]}``."""
+    channel is off or there is no vector): ``{part: [(id, similarity), ...]}``. ``session`` is the reader's own
+    (``FactStore.dense``)."""
     if "dense" not in options.channels or vector is None:
         return {}
-    return store.dense(user_id, vector, depths)
+    return store.dense(user_id, vector, depths, session)
 
 
 def recall_facts(store: FactStore, user_id: str, query: str, dense: Sequence[tuple[str, float]] | None, floor: float,
@@ -73,16 +74,18 @@ def recall_facts(store: FactStore, user_id: str, query: str, dense: Sequence[tup
 
 
 def recall_episodes(store: FactStore, user_id: str, query: str, dense: Sequence[tuple[str, float]] | None,
-                    options: RecallOptions = RecallOptions(), page: int | None = None) -> Iterator[Recalled]:
+                    options: RecallOptions = RecallOptions(), page: int | None = None,
+                    session: str | None = None) -> Iterator[Recalled]:
     """The user's episodes (past turns) for ``query`` by fused rank; no floor: they compete on rank.
-    The episodes are read by id from their records, ``page`` ids at a time (None: all at once)."""
+    The episodes are read by id from their records, ``page`` ids at a time (None: all at once).
+    ``session`` is the reader's own (``FactStore.lexical``)."""
     return _recall(store, user_id, "episodes", query, dense, options, -math.inf,
-                   lambda ids: store.episodes(user_id, ids), page)
+                   lambda ids: store.episodes(user_id, ids), page, session)
 
 
 def _recall(store: FactStore, user_id: str, part: str, query: str, dense: Sequence[tuple[str, float]] | None,
             options: RecallOptions, floor: float, fetch: Callable[[list[str]], Sequence[Any]],
-            page: int | None) -> Iterator[Recalled]:
+            page: int | None, session: str | None = None) -> Iterator[Recalled]:
     """Both channels over one part, fused now; the items are read by id from their store of record as the
     caller takes them, a page at a time, so a read that stops early (a full budget) fetches no more."""
     rankings: dict[str, list[str]] = {}
@@ -91,7 +94,7 @@ def _recall(store: FactStore, user_id: str, part: str, query: str, dense: Sequen
         sims = dict(dense)
         rankings["dense"] = [i for i, sim in dense if sim >= floor]
     if "lexical" in options.channels:
-        rankings["lexical"] = [i for i, _ in store.lexical(user_id, part, query, options.depth)]
+        rankings["lexical"] = [i for i, _ in store.lexical(user_id, part, query, options.depth, session)]
     return _fetched(fuse(rankings, options), sims, fetch, page)
 
 

@@ -1,14 +1,13 @@
-"""SQLite records beside Chroma: episodes (every observed turn) and their lexical index (FTS5).
+"""SQLite records beside Chroma: episodes (every observed turn), and the locks processes sharing them take.
 
-See docs/architecture.md §2. Every row carries ``owner`` (a hash of the user id); the FTS5 query puts the
-owner token inside the full-text match, so the index only ever returns that user's rows, and every row
-read back is checked against its owner. Facts have their own lexical index (``memkit/lexicon.py``).
+See docs/architecture.md §2. Every row carries ``owner`` (a hash of the user id), every query names it, and
+every row read back is checked against its user. The lexical index of facts and episodes is tantivy's,
+beside this file (``memkit/lexicon.py``).
 """
 
 from __future__ import annotations
 
 import os
-import re
 import sqlite3
 import threading
 from contextlib import AbstractContextManager, contextmanager
@@ -18,19 +17,6 @@ from typing import Iterable, Iterator, Sequence
 from .errors import IsolationError, StoreClosed
 from .types import Episode
 
-# Query words that match nearly every turn and carry no topic; dropped from lexical queries only. "user" is
-# indexed with every user turn (its speaker) and starts every fact ("User prefers ..."), so it is in half the
-# rows or more: BM25 gives it no weight (FTS5's idf is floored near 0 there), yet matching it made FTS5 score
-# all of those rows (4 ms at p95 for one user with 5,000 facts). ("s", what "Ana's" leaves, is no such word:
-# it selects possessives, a minority of rows, and carries weight.)
-STOPWORDS = frozenset("""user users a about after again all am an and any are as at be been before being both but by can could did
-do does doing during each few for from had has have having he her here hers herself him himself his how i if in into is
-it its itself just me more most my myself no nor not now of off on once only or other our ours out over own same she
-should so some such than that the their theirs them then there these they this those through to too under until up very
-was we were what when where which while who whom why will with would you your yours yourself""".split())
-_WORD = re.compile(r"\w+", re.UNICODE)
-_CJK = re.compile(r"([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af])")
-
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS episodes (
   seq INTEGER PRIMARY KEY AUTOINCREMENT, owner TEXT NOT NULL, user_id TEXT NOT NULL, session_id TEXT NOT NULL,
@@ -38,22 +24,9 @@ CREATE TABLE IF NOT EXISTS episodes (
   tokens INTEGER NOT NULL, pos INTEGER NOT NULL, embedded INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS episodes_pending ON episodes(owner, embedded);
 CREATE INDEX IF NOT EXISTS episodes_session ON episodes(owner, session_id, pos);
-CREATE TABLE IF NOT EXISTS lex_refs (
-  id INTEGER PRIMARY KEY AUTOINCREMENT, owner TEXT NOT NULL, kind TEXT NOT NULL, ref TEXT NOT NULL,
-  UNIQUE(owner, kind, ref));
-CREATE VIRTUAL TABLE IF NOT EXISTS lexical USING fts5(owner, body, tokenize='porter unicode61');
 """
-
-
-def lexical_text(text: str) -> str:
-    """Text as the lexical index sees it: CJK characters become separate tokens (unicode61 keeps runs whole)."""
-    return _CJK.sub(r" \1 ", text)
-
-
-def query_terms(query: str) -> list[str]:
-    """The words of ``query`` worth matching: lowercased, CJK per character, stopwords out, each once."""
-    words = [w.lower() for w in _WORD.findall(lexical_text(query))]
-    return list(dict.fromkeys(w for w in words if w not in STOPWORDS))
+# what held the lexical index before tantivy did (docs/architecture.md §2): dropped by ``drop_fts``
+FTS_TABLES = ("lexical", "lex_refs")
 
 
 class Records:
@@ -84,7 +57,7 @@ class Records:
         return self._byte_lock(int(owner[:8], 16))  # one byte per owner hash prefix: 4 billion slots
 
     def index_lock(self) -> AbstractContextManager[None]:
-        """The lock a writer of the fact index takes (``memkit/lexicon.py``): one byte past the owners'."""
+        """The lock a writer of the lexical index takes (``memkit/lexicon.py``): one byte past the owners'."""
         return self._byte_lock(1 << 32)
 
     @contextmanager
@@ -106,7 +79,7 @@ class Records:
 
     # ---- episodes ----------------------------------------------------------------------------
     def add_episode(self, owner: str, ep: Episode) -> Episode:
-        """Record one observed turn and index it lexically, in one transaction; returns it with its ``seq``."""
+        """Record one observed turn; returns it with its ``seq`` and its position in the session."""
         with self._lock:
             self._check()
             self._db.execute("BEGIN IMMEDIATE")
@@ -118,15 +91,16 @@ class Records:
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (owner, ep.user_id, ep.session_id, ep.turn_id, ep.speaker, ep.role, ep.content, ep.time, ep.tokens, pos))
                 seq = str(cur.lastrowid)
-                self._index(owner, seq, f"{ep.speaker} {ep.content}")
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
         return ep.evolve(id=seq, pos=pos)
 
-    def episodes(self, owner: str, user_id: str, ids: Iterable[str] | None = None, pending: bool = False) -> list[Episode]:
-        """The user's episodes by id (all of them when ``ids`` is None), or only those not yet embedded."""
+    def episodes(self, owner: str, user_id: str, ids: Iterable[str] | None = None, pending: bool = False,
+                 but_session: str | None = None) -> list[Episode]:
+        """The user's episodes by id (all of them when ``ids`` is None), or only those not yet embedded (and
+        indexed), leaving out ``but_session``'s."""
         # by id, the rows are read by rowid: "+owner" keeps the planner off the owner index, which for a page of
         # ids walked all of the user's rows (docs/architecture.md §6)
         sql = ("SELECT seq, user_id, session_id, turn_id, speaker, role, content, time, tokens, pos FROM episodes"
@@ -134,6 +108,9 @@ class Records:
         args: list = [owner]
         if pending:
             sql += " AND embedded = 0"
+        if but_session is not None:
+            sql += " AND session_id != ?"
+            args.append(but_session)
         if ids is not None:
             ids = [int(i) for i in ids]
             if not ids:
@@ -167,37 +144,23 @@ class Records:
             return self._db.execute("SELECT COUNT(*) FROM episodes WHERE owner = ?" + (" AND embedded = 0" if pending else ""),
                                     (owner,)).fetchone()[0]
 
-    # ---- lexical index -----------------------------------------------------------------------
-    def _index(self, owner: str, seq: str, text: str) -> None:
-        rowid = self._db.execute("INSERT INTO lex_refs (owner, kind, ref) VALUES (?, 'e', ?)", (owner, seq)).lastrowid
-        self._db.execute("INSERT INTO lexical (rowid, owner, body) VALUES (?, ?, ?)", (rowid, "e" + owner, lexical_text(text)))
+    def embedded(self) -> Iterator[tuple[str, Episode]]:
+        """``(owner, episode)`` for every embedded episode of every user, to fill the lexical index."""
+        with self._lock:
+            self._check()
+            rows = self._db.execute(
+                "SELECT owner, seq, user_id, session_id, turn_id, speaker, role, content, time, tokens, pos"
+                " FROM episodes WHERE embedded = 1 ORDER BY seq").fetchall()
+        return ((r[0], Episode(str(r[1]), *r[2:])) for r in rows)
 
-    def drop_fact_rows(self) -> int:
-        """Remove the fact rows that FTS5 held before facts had their own index (``memkit/lexicon.py``)."""
+    def drop_fts(self) -> None:
+        """Drop the FTS5 tables a records file kept before the lexical index was tantivy's."""
         with self._lock:
             self._check()
             with self._db:
                 self._db.execute("BEGIN IMMEDIATE")  # take the write lock now: no BUSY on upgrade
-                rows = self._db.execute("SELECT id FROM lex_refs WHERE kind = 'f'").fetchall()
-                self._db.executemany("DELETE FROM lexical WHERE rowid = ?", rows)
-                self._db.execute("DELETE FROM lex_refs WHERE kind = 'f'")
-        return len(rows)
-
-    def search(self, owner: str, query: str, k: int) -> list[tuple[str, float]]:
-        """BM25 (FTS5) over one user's episodes: ``(seq, score)``, best first."""
-        terms = query_terms(query)
-        if not terms or k <= 0:
-            return []
-        match = f'owner:"e{owner}" AND body:(' + " OR ".join('"' + t.replace('"', '""') + '"' for t in terms) + ")"
-        with self._lock:
-            self._check()
-            rows = self._db.execute(
-                "SELECT r.ref, r.owner, bm25(lexical, 0.0, 1.0) AS s FROM lexical JOIN lex_refs r ON r.id = lexical.rowid"
-                " WHERE lexical MATCH ? ORDER BY s LIMIT ?", (match, k)).fetchall()
-        for _, row_owner, _ in rows:
-            if row_owner != owner:
-                raise IsolationError("the lexical index returned another user's row")
-        return [(ref, -float(s)) for ref, _, s in rows]
+                for table in FTS_TABLES:
+                    self._db.execute(f"DROP TABLE IF EXISTS {table}")
 
     def drop_owner(self, owner: str) -> None:
         """Forget every record of one user."""
@@ -205,9 +168,6 @@ class Records:
             self._check()
             with self._db:
                 self._db.execute("BEGIN IMMEDIATE")  # take the write lock now: no BUSY on upgrade
-                for kind in ("f", "e"):
-                    self._db.execute("DELETE FROM lexical WHERE lexical MATCH ?", (f'owner:"{kind}{owner}"',))
-                self._db.execute("DELETE FROM lex_refs WHERE owner = ?", (owner,))
                 self._db.execute("DELETE FROM episodes WHERE owner = ?", (owner,))
 
     @staticmethod

@@ -1,4 +1,4 @@
-"""Episodes and hybrid recall against real Chroma (in-process, on disk, `chroma run`) and real SQLite FTS5."""
+"""Episodes and hybrid recall against real Chroma (in-process, on disk, `chroma run`) and a real tantivy index."""
 
 import pytest
 
@@ -14,14 +14,28 @@ def ep(user, text, session="s1", speaker="Caroline", turn=None):
     return Episode("", user, session, turn or f"{session}:{abs(hash(text)) % 1000}", speaker, "user", text, 1.7e9)
 
 
-def test_episode_is_searchable_at_once_lexically_and_after_its_batch_densely(store):
+def test_an_episode_is_searchable_at_once_both_ways_a_read_indexes_it_first(store):
     stored = store.add_episode("u1", ep("u1", "I adopted a tabby kitten from the shelter."))
     assert stored.id and stored.pos == 0
     assert store.records.count_episodes(store.owner("u1"), pending=True) == 1  # recorded, not yet embedded
     assert [i for i, _ in store.lexical("u1", "episodes", "kitten shelter?", 5)] == [stored.id]
+    assert store.records.count_episodes(store.owner("u1"), pending=True) == 0  # the read embedded and indexed it
     vec = store.embed_query("new pet cat")
-    assert [i for i, _ in store.dense("u1", vec, {"episodes": 5})["episodes"]] == [stored.id]  # the read embedded it first
-    assert store.records.count_episodes(store.owner("u1"), pending=True) == 0
+    assert [i for i, _ in store.dense("u1", vec, {"episodes": 5})["episodes"]] == [stored.id]
+    again = store.add_episode("u1", ep("u1", "The kitten sleeps on my keyboard.", turn="s1:9"))
+    assert [i for i, _ in store.dense("u1", vec, {"episodes": 5})["episodes"]][:2] in ([stored.id, again.id],
+                                                                                       [again.id, stored.id])
+
+
+def test_a_reader_leaves_its_own_sessions_pending_turns_and_indexes_the_others(store):
+    mine = store.add_episode("u", ep("u", "My cello lesson moved to Thursday.", session="now"))
+    other = store.add_episode("u", ep("u", "The cello teacher is called Ines.", session="before"))
+    assert [i for i, _ in store.lexical("u", "episodes", "cello", 5, session="now")] == [other.id]
+    assert [e.id for e in store.records.episodes(store.owner("u"), "u", pending=True)] == [mine.id]  # left pending
+    vec = store.embed_query("cello lesson")
+    assert [i for i, _ in store.dense("u", vec, {"episodes": 5}, session="now")["episodes"]] == [other.id]
+    assert sorted(i for i, _ in store.lexical("u", "episodes", "cello", 5)) == sorted([mine.id, other.id])
+    assert store.records.count_episodes(store.owner("u"), pending=True) == 0
 
 
 def test_episodes_never_cross_users(store):
@@ -197,7 +211,8 @@ def test_a_store_with_a_collection_per_part_moves_to_one_collection_on_first_use
                         metadatas=[{"user_id": "u", "session_id": "s1", "turn_id": episode.turn_id,
                                     "speaker": "Caroline", "time": episode.time}])
     store.records.mark_embedded(store.owner("u"), [episode.id])
-    store.fact_index.change(store.owner("u"), [(fact.id, fact.text)])
+    store.lexicon.change(store.owner("u"), "facts", [(fact.id, fact.text)])
+    store.lexicon.change(store.owner("u"), "episodes", [(episode.id, "Caroline: " + episode.content)])
     store.log.put_profile(store.owner("u"), [fact])
 
     assert store.get("u") == [fact]

@@ -313,20 +313,22 @@ def test_a_log_written_before_the_profile_existed_is_folded_into_it(tmp_path, em
     assert sorted((f.id, f.text) for f in again.profile(m.store.owner("u"), "u")) == want
 
 
-def test_the_fact_index_is_filled_from_the_profile_when_new_missing_or_damaged(tmp_path, embedder):
+def test_the_lexical_index_is_filled_from_the_records_when_new_missing_damaged_or_older(tmp_path, embedder):
     path = tmp_path / "store"
     store = FactStore.persistent(str(path), embedder)
     Memory(store=store).observe("u", "s", "user", "I live in Rome and I prefer metric units.")
     Memory(store=store).observe("v", "s", "user", "I live in Lisbon.")
-    owner = store.owner("u")
-    # what a records file of the previous version holds: the facts in FTS5 beside the episodes
+    store.embed_pending("u")
+    Memory(store=store).observe("u", "s2", "user", "My neighbour plays the oboe.")  # still pending at close
+    # what an older memkit left: episodes (and facts before that) in FTS5, a facts-only tantivy folder
     db = store.records._db
-    rowid = db.execute("INSERT INTO lex_refs (owner, kind, ref) VALUES (?, 'f', 'old')", (owner,)).lastrowid
-    db.execute("INSERT INTO lexical (rowid, owner, body) VALUES (?, ?, ?)", (rowid, "f" + owner, "User lives in Rome."))
+    db.execute("CREATE VIRTUAL TABLE lexical USING fts5(owner, body)")
+    db.execute("CREATE TABLE lex_refs (id INTEGER PRIMARY KEY, owner TEXT, kind TEXT, ref TEXT)")
     store.close()
-    folder = path / "memkit.facts-index"
-    for damage in ("remove", "garble"):
-        if damage == "remove":
+    folder = path / "memkit.lexical"
+    (path / "memkit.facts-index").mkdir()
+    for damage in ("older", "remove", "garble"):
+        if damage in ("older", "remove"):
             shutil.rmtree(folder)
         else:
             (folder / "meta.json").write_text("not json")
@@ -334,8 +336,12 @@ def test_the_fact_index_is_filled_from_the_profile_when_new_missing_or_damaged(t
         rome = [f.id for f in store.profile("u") if "Rome" in f.text]
         assert rome and [i for i, _ in store.lexical("u", "facts", "Which city, Rome?", 10)] == rome  # from the profile
         assert store.lexical("u", "facts", "Lisbon", 10) == []  # and within the user only
-        rows = store.records._db.execute("SELECT COUNT(*) FROM lex_refs WHERE kind = 'f'").fetchone()[0]
-        assert rows == 0  # FTS5 keeps episodes only
+        said = store.episodes("u")
+        found = [i for i, _ in store.lexical("u", "episodes", "metric units Rome oboe", 10)]
+        assert sorted(found) == sorted(e.id for e in said) and len(said) == 2  # from the records, the pending one too
+        assert store.lexical("v", "episodes", "Rome oboe", 10) == []
+        tables = {r[0] for r in store.records._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert not tables & {"lexical", "lex_refs"} and not (path / "memkit.facts-index").exists()
         store.close()
 
 
