@@ -105,7 +105,8 @@ class FactStore:
             self.records.drop_fts()
             self.lexicon.mark_filled()
         self.embed_batch = embed_batch
-        self._locks: dict[str, threading.Lock] = {}
+        self._locks: dict[str, threading.Lock] = {}  # per owner: plan-and-apply
+        self._batch_locks: dict[str, threading.Lock] = {}  # per owner: an embedding batch
         self._locks_guard = threading.Lock()
         self.embedder = embedder or _embed.shared_embedder()
         self.namespace = namespace
@@ -248,21 +249,23 @@ class FactStore:
         for part, old in legacy.items():
             for offset in itertools.count(0, page) if part in TAGS else ():
                 batch = old.get(include=["documents", "metadatas", "embeddings"], limit=page, offset=offset)
-                if not batch["ids"]:
+                if batch["ids"]:
+                    col.upsert(ids=[_cid(part, i) for i in batch["ids"]], documents=batch["documents"],
+                               embeddings=batch["embeddings"],
+                               metadatas=[{**m, "part": TAGS[part]} for m in batch["metadatas"]])
+                if len(batch["ids"]) < page:  # the last page: no read past it
                     break
-                col.upsert(ids=[_cid(part, i) for i in batch["ids"]], documents=batch["documents"],
-                           embeddings=batch["embeddings"],
-                           metadatas=[{**m, "part": TAGS[part]} for m in batch["metadatas"]])
         for part in legacy:
             try:
                 self.client.delete_collection(self._name(user_id, part))
             except NotFoundError:
                 pass  # another process moved it first
 
-    def warm(self, user_id: str) -> None:
-        """Load the user's index now (``Memory.session`` calls this in the background): embed what is
-        pending, and touch the collection with a one-result query, which makes Chroma load it from disk."""
-        self.embed_pending(user_id)
+    def warm(self, user_id: str, session: str | None = None) -> None:
+        """Load the user's index now (``Memory.session`` calls this in the background, for the session that
+        opened): embed what other sessions left pending, and touch the collection with a one-result query,
+        which makes Chroma load it from disk."""
+        self.embed_pending(user_id, but_session=session)
         self.profile(user_id, limit=32)  # the profile rows a first read takes, into SQLite's page cache
         col = self._open(user_id, create=False)
         if col is not None:
@@ -408,6 +411,12 @@ class FactStore:
         commit), leaving ``but_session``'s pending (a reader's own session: its turns are in its window or
         summary, never recalled as episodes); returns how many."""
         owner = self.owner(user_id)
+        with self._locks_guard:
+            lock = self._batch_locks.setdefault(owner, threading.Lock())
+        with lock:  # a read and a session's warm-up at once: one batch, the other finds nothing left
+            return self._embed_pending(owner, user_id, but_session)
+
+    def _embed_pending(self, owner: str, user_id: str, but_session: str | None) -> int:
         pending = self.records.episodes(owner, user_id, pending=True, but_session=but_session)
         if not pending:
             return 0

@@ -50,6 +50,7 @@ def query_terms(query: str) -> list[str]:
     return list(dict.fromkeys(w for w in words if w not in STOPWORDS))
 
 
+TIES = 10  # hits read past the top k, so that items tied at the cut are chosen by id, not by segment
 WRITER_HEAP = 15_000_000  # bytes: tantivy's minimum per indexing thread
 FILLED = "filled"  # a marker file: the index holds every item of the records it was filled from
 
@@ -149,14 +150,17 @@ class LexicalIndex:
         only = tantivy.Query.term_query(self._schema, "owner", scope)
         searcher = index.searcher()
         hits = searcher.search(tantivy.Query.boolean_query(
-            [(tantivy.Occur.Must, only), (tantivy.Occur.Must, words)]), k).hits
+            [(tantivy.Occur.Must, only), (tantivy.Occur.Must, words)]), k + TIES).hits
         found = []
         for score, address in hits:
             key = searcher.doc(address)["key"][0]
             if not key.startswith(scope + "/"):  # an id may hold "/": the scope is the prefix
                 raise IsolationError("the lexical index returned another user's item")
             found.append((key[len(scope) + 1:], float(score)))
-        return found
+        # equal scores (the same words) come back in segment order, which is not the order of writing: ties
+        # go to the earlier id (episodes: the earlier turn), so a read ranks the same every time
+        found.sort(key=lambda hit: (-hit[1], len(hit[0]), hit[0]))
+        return found[:k]
 
     def _open(self) -> tantivy.Index:
         if self._index is None:

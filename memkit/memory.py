@@ -108,7 +108,7 @@ class Memory:
             raise IsolationError(f"session {session_id!r} belongs to another user")
         if session_id not in self.sessions:  # a session opens: load the user's indexes in the background
             self._warming = {u: f for u, f in self._warming.items() if not f.done()}
-            self._warming[user_id] = self._warmer.submit(self.store.warm, user_id)
+            self._warming[user_id] = self._warmer.submit(self.store.warm, user_id, session_id)
         self.sessions[session_id] = buf
         return buf
 

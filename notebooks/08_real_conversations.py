@@ -86,7 +86,7 @@ evidence.head(8)
 # ## What episodes and the lexical channel recover
 # The same memory, read four ways at the same budget (each a `Memory` over the same store, so nothing is
 # written twice): facts only; facts and episodes by meaning only (dense); by shared words only (lexical:
-# BM25, tantivy over facts and SQLite FTS5 over turns); and both channels fused by reciprocal rank (the default).
+# BM25, tantivy, over facts and turns); and both channels fused by reciprocal rank (the default).
 
 # %%
 readers = {

@@ -1,18 +1,20 @@
-"""The lexical candidates, measured side by side: SQLite FTS5 (memkit's ``Records``, its episodes' index), bm25s
-and tantivy (memkit's ``FactIndex``, its facts' index, here over turns).
+"""The lexical candidates, measured side by side over turns: SQLite FTS5 (the episodes' index until memkit moved
+them to tantivy: the same table and query, here in memory), bm25s, and tantivy (memkit's ``LexicalIndex``).
 
     pip install -e ".[bench]" && python scripts/measure_lexical.py --seed 1 --out results/lexical
 
 Both index the same text per turn (speaker and words) of every conversation of a chat suite and rank the
 turns for every probe; the ranked turns are packed into 400 and 1,200 tokens in rank order, and the
 share of evidence turns packed is reported, with the cost of indexing one more turn (FTS5: one insert;
-bm25s: a rebuild of the user's index, as it has no incremental update; tantivy: one change, as memkit commits it)
-and of one query (tantivy: BM25 with block-max WAND, which stops scoring what cannot reach the top k).
+bm25s: a rebuild of the user's index, as it has no incremental update; tantivy: one change in its own commit,
+where memkit commits a batch of turns at once) and of one query (tantivy: BM25 with block-max WAND, which
+stops scoring what cannot reach the top k).
 """
 
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import statistics
 import tempfile
 import time
@@ -24,9 +26,7 @@ import pandas as pd
 from memkit import tokens
 from memkit.eval.data import write_suite
 from memkit.eval.data import load
-from memkit.lexicon import FactIndex
-from memkit.records import Records, lexical_text, query_terms
-from memkit.types import Episode
+from memkit.lexicon import LexicalIndex, lexical_text, query_terms
 
 
 def pack(ranked: list[str], text: dict[str, str], budget: int) -> set[str]:
@@ -37,6 +37,16 @@ def pack(ranked: list[str], text: dict[str, str], budget: int) -> set[str]:
             out.add(tid)
             used += cost
     return out
+
+
+def fts5_search(db: sqlite3.Connection, query: str, k: int) -> list[str]:
+    """BM25 over the turns as memkit's FTS5 query ranked them: any of the query's words, best first."""
+    terms = query_terms(query)
+    if not terms:
+        return []
+    match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    return [r[0] for r in db.execute("SELECT ref FROM turns WHERE turns MATCH ? ORDER BY bm25(turns, 0.0, 1.0)"
+                                     " LIMIT ?", (f"body:({match})", k))]
 
 
 def main() -> None:
@@ -51,26 +61,26 @@ def main() -> None:
     for conv in load(path):
         turns = [t for s in conv.sessions for t in s.turns]
         text = {t.id: f"{t.speaker or t.role}: {t.content}" for t in turns}
-        records = Records()
-        ids = {}
-        for t in turns:
-            start = time.perf_counter()
-            ep = records.add_episode("o", Episode("", "u", "s", t.id, t.speaker or t.role, t.role, t.content, 0.0))
-            add_ms["fts5"].append((time.perf_counter() - start) * 1000)
-            ids[ep.id] = t.id
         corpus = [lexical_text(f"{t.speaker or t.role} {t.content}") for t in turns]
+        db = sqlite3.connect(":memory:")
+        db.execute("CREATE VIRTUAL TABLE turns USING fts5(ref UNINDEXED, body, tokenize='porter unicode61')")
+        for t, body in zip(turns, corpus):
+            start = time.perf_counter()
+            with db:
+                db.execute("INSERT INTO turns (ref, body) VALUES (?, ?)", (t.id, body))
+            add_ms["fts5"].append((time.perf_counter() - start) * 1000)
         start = time.perf_counter()
         retriever = bm25s.BM25()
         retriever.index(bm25s.tokenize(corpus, stopwords="en", show_progress=False), show_progress=False)
         add_ms["bm25s"].append((time.perf_counter() - start) * 1000)  # one rebuild: bm25s's cost of one more turn
-        index = FactIndex()  # in memory
+        index = LexicalIndex()  # in memory
         for t, body in zip(turns, corpus):
             start = time.perf_counter()
-            index.change("o", [(t.id, body)])  # searchable now, as an observed turn is in FTS5
+            index.change("o", "episodes", [(t.id, body)])  # searchable now: a commit of its own
             add_ms["tantivy"].append((time.perf_counter() - start) * 1000)
         for p in conv.probes:
             start = time.perf_counter()
-            fts = [ids[ref] for ref, _ in records.search("o", p.question, 200)]
+            fts = fts5_search(db, p.question, 200)
             query_ms["fts5"].append((time.perf_counter() - start) * 1000)
             start = time.perf_counter()
             q = bm25s.tokenize([" ".join(query_terms(p.question))], stopwords="en", show_progress=False)
@@ -78,14 +88,14 @@ def main() -> None:
             bm = [turns[int(i)].id for i, s in zip(docs[0], scores[0]) if s > 0]
             query_ms["bm25s"].append((time.perf_counter() - start) * 1000)
             start = time.perf_counter()
-            tv = [ref for ref, _ in index.search("o", p.question, 200)]
+            tv = [ref for ref, _ in index.search("o", "episodes", p.question, 200)]
             query_ms["tantivy"].append((time.perf_counter() - start) * 1000)
             for name, ranked in (("fts5", fts), ("bm25s", bm), ("tantivy", tv)):
                 for budget in (400, 1200):
                     got = pack(ranked, text, budget)
                     rows.append({"index": name, "budget": budget, "type": p.type,
                                  "evidence_recall": len(got & set(p.evidence)) / len(p.evidence)})
-        records.close()
+        db.close()
     df = pd.DataFrame(rows)
     table = df.groupby(["index", "budget"])["evidence_recall"].mean().unstack().round(3)
     for name in names:
