@@ -14,7 +14,7 @@ from .types import Recalled
 
 CHANNELS = ("lexical", "dense")
 RRF_K = 10  # reciprocal rank fusion constant: 60 in Cormack et al. 2009; 10 measured on the dev split (README)
-DEPTH = 100  # candidates read from each channel before fusion
+DEPTH = 50  # candidates read from each channel before fusion (100 before; README, "Read-path options")
 
 
 @dataclass(frozen=True)

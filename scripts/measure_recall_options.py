@@ -30,6 +30,8 @@ VARIANTS: dict[str, tuple[str, dict]] = {
     "two-layer (defaults)": ("two-layer:keyed", {}),
     "two-layer, lexical 0.5 : dense 1": ("two-layer:keyed", {"recall": RecallOptions(weights=(("lexical", 0.5), ("dense", 1.0)))}),
     "two-layer, lexical 1 : dense 0.5": ("two-layer:keyed", {"recall": RecallOptions(weights=(("lexical", 1.0), ("dense", 0.5)))}),
+    "two-layer, depth 50": ("two-layer:keyed", {"recall": RecallOptions(depth=50)}),
+    "two-layer, depth 30": ("two-layer:keyed", {"recall": RecallOptions(depth=30)}),
     "two-layer, neighbours 1": ("two-layer:keyed", {"neighbours": 1}),
     "two-layer, no dates": ("two-layer:keyed", {"episode_dates": False}),
     "two-layer, source episodes of facts too": ("two-layer:keyed", {"episodes_for_facts": True}),
