@@ -102,7 +102,9 @@ class FactStore:
             self.lexicon.fill(itertools.chain(
                 ((owner, "facts", ref, text) for owner, ref, text in self.log.all_facts()),
                 ((owner, "episodes", e.id, episode_text(e)) for owner, e in self.records.embedded())))
-            self.records.drop_fts()
+            self.records.drop_fts()  # and the facts-only index an older memkit kept beside them
+            if self.records.path != ":memory:":
+                shutil.rmtree(Path(self.records.path).with_suffix(".facts-index"), ignore_errors=True)
             self.lexicon.mark_filled()
         self.embed_batch = embed_batch
         self._locks: dict[str, threading.Lock] = {}  # per owner: plan-and-apply
@@ -590,12 +592,8 @@ _FOLDER_LOCKS: dict[str, int] = {}
 
 
 def _index_folder(records: str) -> Path | None:
-    """Where the lexical index of a records file lives: beside it (``memkit.sqlite3`` -> ``memkit.lexical``).
-    The facts-only index an older memkit kept there (``memkit.facts-index``) is removed: this one replaces it."""
-    if records == ":memory:":
-        return None
-    shutil.rmtree(Path(records).with_suffix(".facts-index"), ignore_errors=True)
-    return Path(records).with_suffix(".lexical")
+    """Where the lexical index of a records file lives: beside it (``memkit.sqlite3`` -> ``memkit.lexical``)."""
+    return None if records == ":memory:" else Path(records).with_suffix(".lexical")
 
 
 def _lock_folder(folder: Path) -> None:
