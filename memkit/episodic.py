@@ -12,48 +12,77 @@ from dataclasses import asdict
 from pathlib import Path
 
 from . import tokens, validate
-from .errors import MemkitError
+from .errors import InvalidArgument, MemkitError
 from .summarize import ExtractiveSummarizer, Summarizer, Summary
 from .types import Turn, new_id, now
 
 
 class SessionStore:
-    """SQLite persistence for episodic sessions (turns, window position, summary)."""
+    """SQLite persistence for episodic sessions (turns, window position, summary), keyed by user and session.
+
+    Two users may each have a session of the same id ("mon", "tue"): a session is ``(user_id, session_id)``.
+    A file written by an older memkit (sessions keyed by ``session_id`` alone) is migrated when it opens.
+    """
+
+    SCHEMA_VERSION = 1
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
         self._db = sqlite3.connect(self.path, check_same_thread=False)
         self._lock = threading.Lock()
         with self._lock, self._db:
-            self._db.execute("CREATE TABLE IF NOT EXISTS sessions (session_id TEXT PRIMARY KEY, user_id TEXT NOT NULL,"
-                             " window_start INTEGER NOT NULL, summary TEXT NOT NULL)")
-            self._db.execute("CREATE TABLE IF NOT EXISTS turns (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT,"
-                             " session_id TEXT NOT NULL, user_id TEXT, role TEXT, content TEXT, tokens INTEGER, time REAL)")
+            self._migrate()
+
+    def _migrate(self) -> None:
+        if self._db.execute("PRAGMA user_version").fetchone()[0] >= self.SCHEMA_VERSION:
+            return
+        self._db.execute("BEGIN IMMEDIATE")  # one migration at a time, all of it or nothing
+        if self._db.execute("PRAGMA user_version").fetchone()[0] >= self.SCHEMA_VERSION:
+            return
+        old = self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sessions'").fetchone()
+        if old:  # version 0: sessions keyed by session_id alone; their rows name their user, so nothing is lost
+            self._db.execute("ALTER TABLE sessions RENAME TO sessions_v0")
+        self._db.execute("CREATE TABLE sessions (user_id TEXT NOT NULL, session_id TEXT NOT NULL,"
+                         " window_start INTEGER NOT NULL, summary TEXT NOT NULL, PRIMARY KEY (user_id, session_id))")
+        self._db.execute("CREATE TABLE IF NOT EXISTS turns (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT,"
+                         " session_id TEXT NOT NULL, user_id TEXT, role TEXT, content TEXT, tokens INTEGER, time REAL)")
+        if old:
+            self._db.execute("INSERT INTO sessions SELECT user_id, session_id, window_start, summary FROM sessions_v0")
+            self._db.execute("DROP TABLE sessions_v0")
+        self._db.execute("CREATE INDEX IF NOT EXISTS turns_by_session ON turns (user_id, session_id, seq)")
+        self._db.execute(f"PRAGMA user_version = {self.SCHEMA_VERSION}")
 
     def save(self, buf: "EpisodicBuffer", new_turns: list[Turn]) -> None:
         with self._lock, self._db:
             self._db.execute("INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?)",
-                             (buf.session_id, buf.user_id, buf.window_start, json.dumps(asdict(buf.summary))))
+                             (buf.user_id, buf.session_id, buf.window_start, json.dumps(asdict(buf.summary))))
             self._db.executemany("INSERT INTO turns (id, session_id, user_id, role, content, tokens, time)"
                                  " VALUES (?, ?, ?, ?, ?, ?, ?)",
                                  [(t.id, t.session_id, t.user_id, t.role, t.content, t.tokens, t.time) for t in new_turns])
 
-    def load(self, session_id: str) -> tuple[str, int, Summary, list[Turn]] | None:
+    def load(self, user_id: str, session_id: str) -> tuple[int, Summary, list[Turn]] | None:
+        """The user's session ``session_id`` (window start, summary, turns), or None."""
         with self._lock:
-            row = self._db.execute("SELECT user_id, window_start, summary FROM sessions WHERE session_id = ?",
-                                   (session_id,)).fetchone()
+            row = self._db.execute("SELECT window_start, summary FROM sessions WHERE user_id = ? AND session_id = ?",
+                                   (user_id, session_id)).fetchone()
             if row is None:
                 return None
             turns = [Turn(*r) for r in self._db.execute(
-                "SELECT id, session_id, user_id, role, content, tokens, time FROM turns WHERE session_id = ? ORDER BY seq",
-                (session_id,))]
-        s = json.loads(row[2])
-        return row[0], row[1], Summary(s["text"], tuple(s["turn_ids"]), s["tokens"]), turns
+                "SELECT id, session_id, user_id, role, content, tokens, time FROM turns"
+                " WHERE user_id = ? AND session_id = ? ORDER BY seq", (user_id, session_id))]
+        s = json.loads(row[1])
+        return row[0], Summary(s["text"], tuple(s["turn_ids"]), s["tokens"]), turns
 
-    def delete(self, session_id: str) -> None:
+    def sessions(self, user_id: str) -> list[str]:
+        """The ids of the user's kept sessions, oldest first."""
+        with self._lock:
+            return [r[0] for r in self._db.execute("SELECT session_id FROM sessions WHERE user_id = ? ORDER BY rowid",
+                                                    (user_id,))]
+
+    def delete(self, user_id: str, session_id: str) -> None:
         with self._lock, self._db:
-            self._db.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
-            self._db.execute("DELETE FROM turns WHERE session_id = ?", (session_id,))
+            self._db.execute("DELETE FROM sessions WHERE user_id = ? AND session_id = ?", (user_id, session_id))
+            self._db.execute("DELETE FROM turns WHERE user_id = ? AND session_id = ?", (user_id, session_id))
 
     def close(self) -> None:
         self._db.close()
@@ -76,13 +105,13 @@ class EpisodicBuffer:
         self.fold_error: str | None = None  # why the last fold failed (the window then runs over its budget)
 
     @classmethod
-    def resume(cls, store: SessionStore, session_id: str, **kwargs: object) -> "EpisodicBuffer | None":
-        """The persisted session ``session_id``, or None if the store has none."""
-        loaded = store.load(validate.session_id(session_id))
+    def resume(cls, store: SessionStore, session_id: str, user_id: str, **kwargs: object) -> "EpisodicBuffer | None":
+        """The user's persisted session ``session_id``, or None if the store has none."""
+        loaded = store.load(validate.user_id(user_id), validate.session_id(session_id))
         if loaded is None:
             return None
-        user, start, summary, turns = loaded
-        buf = cls(session_id, user, store=store, **kwargs)  # type: ignore[arg-type]
+        start, summary, turns = loaded
+        buf = cls(session_id, user_id, store=store, **kwargs)  # type: ignore[arg-type]
         buf.turns, buf.window_start, buf.summary = turns, start, summary
         return buf
 
@@ -97,7 +126,7 @@ class EpisodicBuffer:
     def append(self, role: str, content: str, turn_id: str | None = None, time: float | None = None) -> Turn:
         """Add a turn; if the window overflows, fold the oldest turns into the summary (never the newest)."""
         if role not in {"user", "assistant", "system", "tool"}:
-            raise ValueError(f"role must be user, assistant, system or tool, got {role!r}")
+            raise InvalidArgument(f"role must be user, assistant, system or tool, got {role!r}")
         text = validate.content(content)
         turn = Turn(turn_id or new_id(f"{self.session_id}:"), self.session_id, self.user_id, role, text,
                     tokens.count(text), now() if time is None else time)
@@ -121,5 +150,5 @@ class EpisodicBuffer:
     def discard(self) -> None:
         """End the session and forget it, in memory and in the store."""
         if self.store is not None:
-            self.store.delete(self.session_id)
+            self.store.delete(self.user_id, self.session_id)
         self.turns, self.window_start, self.summary = [], 0, Summary()

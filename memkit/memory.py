@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator, Sequence
 from . import assemble, reconcile, tokens, validate
 from .config import Settings
 from .episodic import EpisodicBuffer, SessionStore
-from .errors import ExtractionError, IsolationError, ModelUnavailable, StoreUnavailable
+from .errors import ExtractionError, ModelUnavailable, StoreUnavailable
 from .extract import Extractor, LLMExtractor
 from .facts import DEFAULT_FLOOR, FactStore
 from .recall import RecallOptions, dense_rankings, recall_episodes, recall_facts
@@ -72,7 +72,7 @@ class Memory:
         self.facts, self.episodes = facts, episodes          # which long-term items a read searches
         self.neighbours, self.episode_dates = neighbours, episode_dates
         self.episodes_for_facts, self.window_share = episodes_for_facts, window_share
-        self.sessions: dict[str, EpisodicBuffer] = {}
+        self.sessions: dict[tuple[str, str], EpisodicBuffer] = {}  # (user_id, session_id) -> the open session
         self.pending: list[tuple[str, list[Candidate], float | None]] = []  # planned later: the store was down
         self.pending_turns: list[tuple[str, Turn, str | None]] = []  # extracted later: the model was down
         # documents are retrieved beside the memory read; sessions warm up on a thread of their own, so a burst
@@ -94,22 +94,22 @@ class Memory:
 
     # ---- episodic ----------------------------------------------------------------------------
     def session(self, user_id: str, session_id: str) -> EpisodicBuffer:
-        """The session's buffer: open, resumed from the session store, or new."""
-        validate.user_id(user_id)
-        validate.session_id(session_id)
-        buf = self.sessions.get(session_id)
-        if buf is None and self.sessions_store is not None:
-            buf = EpisodicBuffer.resume(self.sessions_store, session_id, window_tokens=self.window_tokens,
+        """The user's session ``session_id``: open, resumed from the session store, or new. A session id is the
+        user's own: two users may each have a session "mon"."""
+        key = (validate.user_id(user_id), validate.session_id(session_id))
+        buf = self.sessions.get(key)
+        if buf is not None:
+            return buf
+        if self.sessions_store is not None:
+            buf = EpisodicBuffer.resume(self.sessions_store, session_id, user_id, window_tokens=self.window_tokens,
                                         summary_tokens=self.summary_tokens, summarizer=self.summarizer)
         if buf is None:
             buf = EpisodicBuffer(session_id, user_id, self.window_tokens, self.summary_tokens,
                                  self.summarizer, self.sessions_store)
-        if buf.user_id != user_id:
-            raise IsolationError(f"session {session_id!r} belongs to another user")
-        if session_id not in self.sessions:  # a session opens: load the user's indexes in the background
-            self._warming = {u: f for u, f in self._warming.items() if not f.done()}
-            self._warming[user_id] = self._warmer.submit(self.store.warm, user_id, session_id)
-        self.sessions[session_id] = buf
+        # a session opens: load the user's indexes in the background
+        self._warming = {u: f for u, f in self._warming.items() if not f.done()}
+        self._warming[user_id] = self._warmer.submit(self.store.warm, user_id, session_id)
+        self.sessions[key] = buf
         return buf
 
     def ready(self, user_id: str, timeout: float | None = None) -> bool:
@@ -132,7 +132,7 @@ class Memory:
         self.store.embed_pending(user_id)
         if not keep:
             buf.discard()
-        self.sessions.pop(session_id, None)
+        self.sessions.pop((user_id, session_id), None)
 
     # ---- write path --------------------------------------------------------------------------
     def observe(self, user_id: str, session_id: str, role: str, content: str,

@@ -30,6 +30,21 @@ EPHEMERAL_NOUNS = {"day", "morning", "evening", "week", "weekend", "head", "ques
 SENT_SPLIT = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])\s*|\n+")
 ROLE_ZH = ("工程师", "开发者", "程序员", "设计师", "经理", "老师", "学生", "研究员", "医生", "产品经理")
 NAME = r"([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,2})"
+# a compound sentence splits before each first-person clause: "I'm vegetarian and I live in Berlin."
+CLAUSE_SPLIT = re.compile(r"(?:,\s*(?:and|but|so)?|\s+(?:and|but|so))\s+(?=(?:I|I'm|I've|I'd|my|My|we|We|our|Our)\b)")
+# "I'm <Name>" alone names the speaker, unless the capitalised word is one of these
+NOT_NAMES = {"sorry", "fine", "good", "okay", "ok", "here", "back", "done", "ready", "sure", "glad", "happy", "in",
+             "on", "at", "so", "just", "not", "the", "a", "an", "still", "also", "really", "very", "always", "never",
+             "going", "home", "new", "free", "busy", "tired", "english", "american", "british", "canadian", "chinese",
+             "german", "french", "dutch", "spanish", "italian", "japanese", "korean", "indian", "irish", "scottish",
+             "australian", "mexican", "brazilian", "portuguese", "polish", "swedish", "russian", "vegan", "vegetarian"}
+# a change of mind said as a negation: the affirmative clause it takes back, and the words that mark it
+CHANGES = [(re.compile(r"\b(I|we)(?:'m| am| are| 're)? not (.+?)\s*\bany ?more\b", re.I), r"\1 am \2"),
+           (re.compile(r"\b(I|we) (?:don't|do not) (.+?)\s*\bany ?more\b", re.I), r"\1 \2"),
+           (re.compile(r"\b(I|we)(?:'m| am| are| 're) no longer\b", re.I), r"\1 am"),
+           (re.compile(r"\b(I|we) no longer\b", re.I), r"\1"),
+           (re.compile(r"\b(I|we) used to be\b", re.I), r"\1 am"),
+           (re.compile(r"\b(I|we) used to\b", re.I), r"\1")]
 
 Rule = Callable[[str, str], Iterator[Candidate]]
 RULES: list[Rule] = []
@@ -58,7 +73,7 @@ def third_person(sentence: str) -> str:
             (r"\bwe\b|\bWe\b", "User's team"), (r"\bour\b|\bOur\b", "User's team's")]
     for pat, rep in subs:
         s = re.sub(pat, rep, s)
-    s = re.sub(r"\b(User's team|User) ((?:really |also |just |mostly |now |still |only )?)(prefer|like|love|hate|use|work|"
+    s = re.sub(r"\b(User's team|User) ((?:really |also |just |mostly |now |still |only |no longer )?)(prefer|like|love|hate|use|work|"
                r"live|want|need|have|enjoy|speak|drive|own|code|write|run|ship|deploy|dislike|don't|do|are|stopped)\b",
                lambda m: f"{m.group(1)} {m.group(2)}" + _third(m.group(3)), s)
     return s + "."
@@ -99,6 +114,10 @@ def name(s: str, low: str) -> Iterator[Candidate]:
     m = re.search(r"^(?i:hi|hello|hey)[,!]?\s+(?i:i'm|i am)\s+" + NAME + r"\b(?!\s+\w)", s.strip()) or \
         re.search(r"^(?i:i'm|i am)\s+" + NAME + r",\s+(?i:nice|pleased|glad) to meet you", s.strip())
     if m:
+        n = m.group(1).strip()
+        yield Candidate(f"User's name is {n}.", key="user.name", value=n, importance=0.9)
+    m = re.fullmatch(r"(?i:i'm|i am)\s+" + NAME, s.strip().rstrip(".!"))  # a clause that is only "I'm Bob"
+    if m and m.group(1).split()[0].lower() not in NOT_NAMES and m.group(1).split()[0].lower() not in ROLES:
         n = m.group(1).strip()
         yield Candidate(f"User's name is {n}.", key="user.name", value=n, importance=0.9)
     m = re.search(r"(?:我叫|我的名字是|叫我)\s*([\u4e00-\u9fff]{2,4}|[A-Za-z][\w ]{1,30})", s)
@@ -276,27 +295,71 @@ def plans(s: str, low: str) -> Iterator[Candidate]:
         yield Candidate(third_person(s), kind="episodic", key=None, importance=0.4)
 
 
+def clauses(sentence: str) -> list[str]:
+    """A sentence split before each first-person clause; a clause of one word is kept with the one before."""
+    parts = [p.strip() for p in CLAUSE_SPLIT.split(sentence) if p and p.strip()]
+    return parts or [sentence]
+
+
+def taken_back(clause: str) -> str | None:
+    """The affirmative statement a negated change takes back ("I'm not vegetarian anymore" -> "I am
+    vegetarian"; "I no longer live in Berlin" -> "I live in Berlin"; "I used to be ..."), or None."""
+    for pat, rep in CHANGES:
+        if pat.search(clause):
+            return re.sub(r"\s+(now|these days)\b", "", pat.sub(rep, clause, count=1)).strip()
+    return None
+
+
+def no_longer(text: str) -> str:
+    """'User is vegetarian.' -> 'User is no longer vegetarian.'; 'User lives in Berlin.' -> 'User no longer
+    lives in Berlin.'"""
+    m = re.match(r"^(.+?)\b(is|are|has)\b (.*)$", text)
+    if m and m.group(2) in ("is", "are"):
+        return f"{m.group(1)}{m.group(2)} no longer {m.group(3)}"
+    m = re.match(r"^(User(?:'s team)?|[A-Z][\w'-]*) (.*)$", text)
+    return f"{m.group(1)} no longer {m.group(2)}" if m else f"No longer: {text}"
+
+
 class RuleExtractor:
-    """Deterministic offline extractor; ``extract`` returns candidates for every durable statement in a turn."""
+    """Deterministic offline extractor; ``extract`` returns candidates for every durable statement in a turn.
+
+    A compound sentence is read clause by clause ("I'm vegetarian and I live in Berlin." gives a diet fact and a
+    location fact), and a negated change ("I'm not vegetarian anymore", "I no longer live in Berlin", "I used to
+    ...") yields the same key with the old value taken back, so the policy supersedes it."""
 
     def extract(self, text: str, source: tuple[str, ...] = ()) -> list[Candidate]:
         found: dict[str | None, Candidate] = {}
         loose: list[Candidate] = []
-        for s in dict.fromkeys(x.strip() for x in SENT_SPLIT.split(text or "")):  # each distinct sentence once
-            low = s.lower()
-            if len(s) < 4 or s.endswith(("?", "？")) or re.match(r"^(if|when|what if|maybe|如果)\b", low):
-                continue
-            if EPHEMERAL.search(low) and not re.search(r"\b(from now on|always|anymore|no longer)\b|以后|现在", low):
+        for sentence in dict.fromkeys(x.strip() for x in SENT_SPLIT.split(text or "")):  # each distinct sentence once
+            low = sentence.lower()
+            if len(sentence) < 4 or sentence.endswith(("?", "？")) or re.match(r"^(if|when|what if|maybe|如果)\b", low):
                 continue
             texts: set[str] = set()
-            for fn in RULES:
-                for c in fn(s, low):
+            for s in clauses(sentence):
+                for c in self._clause(s):
                     if c.text in texts:  # two rules read the same statement: keep the first
                         continue
                     texts.add(c.text)
-                    c = Candidate(c.text, c.kind, c.key, c.value, c.importance, c.negated, tuple(source))
+                    c = replace(c, source=tuple(source))
                     if c.key is None:
                         loose.append(c)
                     else:
-                        found.setdefault(c.key, c)  # the first rule to claim a key wins within a sentence set
+                        found.setdefault(c.key, c)  # the first rule to claim a key wins within a turn
         return list(found.values()) + loose
+
+    def _clause(self, s: str) -> list[Candidate]:
+        low = s.lower()
+        if len(s) < 4 or EPHEMERAL.search(low) and not re.search(r"\b(from now on|always|anymore|no longer)\b|以后|现在", low):
+            return []
+        found = [c for fn in RULES for c in fn(s, low)]
+        back = taken_back(s) if not found else None
+        if back is None:
+            return found
+        # the rules read the statement taken back; its key now holds "no longer <value>"
+        out = []
+        for c in (c for fn in RULES for c in fn(back, back.lower())):
+            if c.key is None:
+                continue
+            out.append(Candidate(no_longer(c.text), c.kind, c.key, f"no longer {c.value or c.text}", c.importance,
+                                 True, c.source))
+        return out

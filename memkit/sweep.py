@@ -109,12 +109,22 @@ def run_sweep(notebook: str | Path, params: dict[str, Sequence[Any]], out: str |
 
 
 def sweep_figure(sweep: pd.DataFrame, params: Sequence[str], metric: str | None = None) -> Any:
-    """The metric against the first swept parameter, one line per label column (e.g. strategy)."""
+    """The metric against the first swept parameter that varies, one line per label (the text columns that vary,
+    such as ``strategy``, and the other varying parameters), with a legend."""
     numeric = [c for c in sweep.select_dtypes("number").columns if c not in params and c != "run"]
     metric = metric or (numeric[0] if numeric else None)
     if metric is None or metric not in sweep:
         raise MemkitError(f"no numeric result column to plot; columns: {list(sweep.columns)}")
-    labels = [c for c in sweep.columns if sweep[c].dtype == object and c not in params]
-    x = params[0] if params else "run"
-    return px.line(sweep, x=x, y=metric, color=labels[0] if labels else None, markers=True,
-                   title=f"{metric} by {x}")
+    varying = [p for p in params if sweep[p].nunique() > 1]
+    x = varying[0] if varying else "run"
+    # text columns whatever their dtype (object, or pandas 3's str), then the other swept parameters
+    labels = [c for c in sweep.columns if c not in params and c != "run" and c != metric
+              and not pd.api.types.is_numeric_dtype(sweep[c]) and sweep[c].nunique() > 1]
+    labels += varying[1:]
+    data = sweep.sort_values([*labels, x], kind="stable")
+    color = None
+    if labels:
+        color = " / ".join(labels)
+        data = data.assign(**{color: data[labels].astype(str).agg(" / ".join, axis=1)})
+    fig = px.line(data, x=x, y=metric, color=color, markers=True, title=f"{metric} by {x}")
+    return fig.update_layout(showlegend=bool(labels))

@@ -27,6 +27,8 @@ def session_id(value: Any) -> str:
     """A non-empty ``session_id`` string, or ``MissingSessionId``."""
     if not isinstance(value, str) or not value.strip():
         raise MissingSessionId(f"session_id must be a non-empty string, got {value!r}")
+    if _SURROGATE.search(value):
+        raise MissingSessionId(f"session_id {value!r} holds a lone surrogate, which is not text: pass valid Unicode")
     return value
 
 

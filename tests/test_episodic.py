@@ -1,3 +1,6 @@
+import json
+import sqlite3
+
 import pytest
 
 from memkit import EpisodicBuffer, InvalidContent, MissingSessionId, MissingUserId, SessionStore
@@ -60,14 +63,40 @@ def test_session_persists_and_resumes(tmp_path):
     fill(buf)
     store.close()
     store2 = SessionStore(tmp_path / "sessions.db")
-    again = EpisodicBuffer.resume(store2, "s1", window_tokens=60, summary_tokens=80)
+    again = EpisodicBuffer.resume(store2, "s1", "u1", window_tokens=60, summary_tokens=80)
+    assert EpisodicBuffer.resume(store2, "s1", "u2") is None  # a session id is its user's own
     assert again.user_id == "u1"
     assert [t.id for t in again.turns] == [t.id for t in buf.turns]
     assert again.window_start == buf.window_start and again.summary == buf.summary
     again.append("user", "One more thing.")
     again.discard()
-    assert EpisodicBuffer.resume(store2, "s1") is None
-    assert EpisodicBuffer.resume(store2, "never") is None
+    assert EpisodicBuffer.resume(store2, "s1", "u1") is None
+    assert EpisodicBuffer.resume(store2, "never", "u1") is None
+    assert store2.sessions("u1") == []
+
+
+def test_session_file_of_an_older_memkit_is_migrated(tmp_path):
+    path = tmp_path / "old.db"
+    db = sqlite3.connect(path)  # the layout memkit 0.2 wrote: sessions keyed by session_id alone
+    db.execute("CREATE TABLE sessions (session_id TEXT PRIMARY KEY, user_id TEXT NOT NULL,"
+               " window_start INTEGER NOT NULL, summary TEXT NOT NULL)")
+    db.execute("CREATE TABLE turns (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT,"
+               " session_id TEXT NOT NULL, user_id TEXT, role TEXT, content TEXT, tokens INTEGER, time REAL)")
+    db.execute("INSERT INTO sessions VALUES ('mon', 'alice', 0, ?)",
+               (json.dumps({"text": "Alice likes tea.", "turn_ids": ["t0"], "tokens": 5}),))
+    db.execute("INSERT INTO turns (id, session_id, user_id, role, content, tokens, time)"
+               " VALUES ('t1', 'mon', 'alice', 'user', 'I prefer metric units.', 5, 1.0)")
+    db.commit()
+    db.close()
+    store = SessionStore(path)
+    buf = EpisodicBuffer.resume(store, "mon", "alice")
+    assert [t.content for t in buf.turns] == ["I prefer metric units."] and buf.summary.text == "Alice likes tea."
+    bob = EpisodicBuffer("mon", "bob", store=store)  # the old layout refused a second user's "mon"
+    bob.append("user", "Hello.")
+    store.close()
+    again = SessionStore(path)  # opened twice: migrated once
+    assert [t.content for t in EpisodicBuffer.resume(again, "mon", "bob").turns] == ["Hello."]
+    assert [t.content for t in EpisodicBuffer.resume(again, "mon", "alice").turns] == ["I prefer metric units."]
 
 
 @pytest.mark.parametrize("bad", ["", "   \n\t", None, 42])

@@ -1,7 +1,7 @@
 import pytest
 
 from conftest import ChromaServer
-from memkit import (EventKind, FactStore, InvalidContent, IsolationError, Memory, MissingSessionId, MissingUserId,
+from memkit import (EventKind, FactStore, InvalidContent, Memory, MissingSessionId, MissingUserId,
                     SessionStore, StoreUnavailable, tokens)
 from memkit.demo import play
 
@@ -89,11 +89,19 @@ def test_huge_and_odd_content_is_kept_and_bounded(embedder):
     assert "User prefers metric units." in m.profile("u")
 
 
-def test_session_belongs_to_its_user(embedder):
-    m = Memory(store=FactStore.ephemeral(embedder))
-    m.observe("alice", "s1", "user", "hi")
-    with pytest.raises(IsolationError):
-        m.observe("bob", "s1", "user", "hi")
+def test_two_users_may_share_a_session_id(tmp_path, embedder):
+    m = Memory(store=FactStore.ephemeral(embedder), sessions=SessionStore(tmp_path / "s.db"))
+    m.observe("alice", "mon", "user", "I prefer metric units.")
+    m.observe("bob", "mon", "user", "I prefer imperial units.")
+    assert [t.content for t in m.session("alice", "mon").turns] == ["I prefer metric units."]
+    assert [t.content for t in m.session("bob", "mon").turns] == ["I prefer imperial units."]
+    ctx = m.context("alice", "mon", "Which units?", budget=300)
+    assert "imperial" not in str(ctx.messages) and "metric" in str(ctx.messages)
+    m.end_session("alice", "mon", keep=True)
+    m.end_session("bob", "mon", keep=False)  # bob's discard leaves alice's kept session alone
+    again = Memory(store=m.store, sessions=SessionStore(tmp_path / "s.db"))
+    assert [t.content for t in again.session("alice", "mon").turns] == ["I prefer metric units."]
+    assert again.session("bob", "mon").turns == []
 
 
 def test_sessions_resume_from_sqlite(tmp_path, embedder):
@@ -103,6 +111,7 @@ def test_sessions_resume_from_sqlite(tmp_path, embedder):
     m.end_session("u", "s1", keep=True)
     m2 = Memory(store=store, sessions=SessionStore(tmp_path / "s.db"))
     assert [t.content for t in m2.session("u", "s1").turns] == ["We will ship on Friday."]
+    assert m2.session("v", "s1").turns == []
 
 
 def test_unreachable_server_loses_nothing(tmp_path, embedder):
@@ -121,3 +130,14 @@ def test_unreachable_server_loses_nothing(tmp_path, embedder):
         assert "Lena" in m.profile("u") and not m.pending
     finally:
         server.stop()
+
+
+def test_a_change_of_mind_said_as_a_negation_supersedes_the_old_fact(embedder):
+    m = Memory(store=FactStore.ephemeral(embedder))
+    m.observe("u", "tue", "user", "I'm vegetarian and I live in Berlin.")
+    m.observe("u", "wed", "user", "I moved to Lisbon.")
+    m.observe("u", "thu", "user", "I'm not vegetarian anymore, I eat fish now.")
+    current = {f.key: f.text for f in m.store.profile("u")}
+    assert current == {"user.location": "User lives in Lisbon.", "user.diet": "User is no longer vegetarian."}
+    text = "\n".join(x["content"] for x in m.context("u", "fri", "Where do I live and what do I eat?", 400).messages)
+    assert "User lives in Lisbon." in text and "Berlin" not in text and "User is vegetarian." not in text

@@ -51,3 +51,31 @@ def test_one_turn_can_hold_several_facts():
 def test_negation_flag():
     (c,) = X.extract("I don't use Docker.")
     assert c.negated and "not" in c.text
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("I'm vegetarian and I live in Berlin.",
+     {"user.diet": "User is vegetarian.", "user.location": "User lives in Berlin."}),
+    ("I'm Bob, I live in Toronto and I'm allergic to peanuts.",
+     {"user.name": "User's name is Bob.", "user.location": "User lives in Toronto.",
+      "user.allergy.peanuts": "User is allergic to peanuts."}),
+    ("I work at Acme, and my sister Ann lives in Lyon.",
+     {"user.employer": "User works at Acme.", "user.family.sister": "User's sister is Ann."}),
+])
+def test_a_compound_sentence_gives_one_fact_per_clause(text, expected):
+    assert {c.key: c.text for c in X.extract(text)} == expected
+
+
+@pytest.mark.parametrize("text,key,fact", [
+    ("I'm not vegetarian anymore, I eat fish now.", "user.diet", "User is no longer vegetarian."),
+    ("I no longer live in Berlin.", "user.location", "User no longer lives in Berlin."),
+    ("I used to be a teacher.", "user.role", "User is no longer a teacher."),
+    ("I used to like sushi.", "user.likes.sushi", "User no longer likes sushi."),
+])
+def test_a_negated_change_takes_back_the_key(text, key, fact):
+    found = {c.key: c for c in X.extract(text)}
+    assert list(found) == [key] and found[key].text == fact and found[key].negated
+
+
+def test_i_am_a_nationality_is_not_a_name():
+    assert X.extract("I'm German.") == [] and X.extract("I'm Sorry.") == []

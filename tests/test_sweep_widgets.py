@@ -5,7 +5,7 @@ import plotly.graph_objects as go
 import pytest
 
 from memkit import FactStore, MemkitError, Memory, viz
-from memkit.sweep import grid, parse_param, run_sweep
+from memkit.sweep import grid, parse_param, run_sweep, sweep_figure
 from memkit.widgets import ConflictTimeline, LayerInspector, RecallExplorer
 
 NB7 = Path(__file__).parents[1] / "notebooks" / "07_strategies.ipynb"
@@ -27,10 +27,28 @@ def test_sweep_runs_a_notebook_over_a_grid(tmp_path):
     assert sorted(set(sweep["budget"])) == [300, 900]
     assert set(sweep["strategy"]) == {"window", "two-layer:keyed"} and len(sweep) == 4
     assert pd.read_csv(tmp_path / "sweep.csv").shape == sweep.shape
-    assert (tmp_path / "sweep.html").stat().st_size > 10_000
+    # one line per strategy with a legend, from the table as pandas reads it back (pandas 3: str columns)
+    fig = sweep_figure(pd.read_csv(tmp_path / "sweep.csv"), ["size", "budget", "strategies"], "evidence_recall")
+    assert sorted(t.name for t in fig.data) == ["two-layer:keyed", "window"] and fig.layout.showlegend
+    assert all(list(t.x) == [300, 900] for t in fig.data)
+    html = (tmp_path / "sweep.html").read_text()
+    assert '"name":"window"' in html and '"name":"two-layer:keyed"' in html
     assert (tmp_path / "run-001.ipynb").exists()
     window = sweep[sweep["strategy"] == "window"].set_index("budget")["context_tokens"]
     assert window[900] > window[300]  # the parameter really reached the notebook
+
+
+@pytest.mark.parametrize("dtype", [object, "string"])
+def test_sweep_figure_draws_a_line_per_label(dtype):
+    sweep = pd.DataFrame({"budget": [300, 300, 600, 600], "policy": ["keyed", "keyed", "temporal", "temporal"],
+                          "strategy": pd.Series(["window", "two-layer", "window", "two-layer"], dtype=dtype),
+                          "evidence_recall": [0.2, 0.9, 0.3, 0.95], "run": [0, 0, 1, 1]})
+    fig = sweep_figure(sweep, ["budget"])
+    assert sorted(t.name for t in fig.data) == ["keyed / two-layer", "keyed / window",
+                                                "temporal / two-layer", "temporal / window"]
+    one = sweep_figure(sweep.drop(columns="policy"), ["budget"])
+    assert sorted(t.name for t in one.data) == ["two-layer", "window"] and one.layout.showlegend
+    assert [list(t.y) for t in one.data if t.name == "window"] == [[0.2, 0.3]]
 
 
 def test_sweep_errors(tmp_path):
