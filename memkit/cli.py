@@ -60,7 +60,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The ``memkit`` command line: every subcommand and option, each with its help."""
     parser = argparse.ArgumentParser(prog="memkit", description="Two-layer memory for agents, offline by default.")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="play the Tuesday/Friday story and print both layers and Friday's context")
@@ -68,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo.set_defaults(func=cmd_demo)
     serve = sub.add_parser("serve", help="run Chroma's server (chroma run) on PATH with a bounded index cache")
     serve.add_argument("path", help="the Chroma folder (an on-disk store's folder works too)")
-    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--port", type=int, default=8000, help="port to listen on (default: %(default)s)")
     serve.add_argument("--host", default="127.0.0.1", help="listen address (default: loopback only)")
     serve.add_argument("--max-users", type=int, default=None, help="users whose indexes stay loaded (default 64)")
     serve.add_argument("--print-config", action="store_true", help="print the chroma run config and exit")
@@ -78,17 +79,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     sweep.add_argument("-p", "--param", action="append", default=[], metavar="NAME=V1,V2",
                        help="a parameter and its values; repeat for a grid; a JSON list value: NAME=[...]")
     sweep.add_argument("--metric", default=None, help="result column to plot (default: the first numeric one)")
-    sweep.add_argument("--out", required=True)
+    sweep.add_argument("--out", required=True, help="folder for sweep.csv, sweep.html and the executed notebooks")
     sweep.set_defaults(func=cmd_sweep)
     nbs = sub.add_parser("notebooks", help="copy the teaching notebooks (and their py:percent sources) into DIR")
-    nbs.add_argument("dir")
+    nbs.add_argument("dir", help="folder to copy them into (created if missing)")
     nbs.add_argument("--force", action="store_true", help="overwrite notebooks already there")
     nbs.add_argument("--no-trust", action="store_true",
                      help="do not sign the copies (JupyterLab then shows their stored widgets as text)")
     nbs.set_defaults(func=cmd_notebooks)
     for register in _extensions():
         register(sub)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
     except Exception as e:  # a named memkit error reads better than a traceback at the prompt

@@ -20,6 +20,7 @@ import shutil
 import threading
 import uuid
 from collections import OrderedDict
+from datetime import datetime
 from pathlib import Path
 from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
@@ -149,6 +150,10 @@ class FactStore:
             _lock_folder(folder)
         except PermissionError as e:
             raise StorePathError(f"cannot write to {folder} ({e.strerror}); choose a folder you can write to") from None
+        except (NotADirectoryError, FileExistsError):
+            parent = next((p for p in folder.parents if p.exists() and not p.is_dir()), folder.parent)
+            raise StorePathError(f"{folder} lies under {parent}, which is a file; FactStore.persistent needs a "
+                                 f"folder path") from None
         _raise_open_file_limit()
         with _translated("persistent"), _hnsw_cache(max_users):  # one index per user
             client = chromadb.PersistentClient(path=str(path))
@@ -542,8 +547,10 @@ class FactStore:
         with lock, self.log.owner_lock(owner):
             yield
 
-    def as_of(self, user_id: str, t: float) -> list[Fact]:
-        """The user's facts as they were at time ``t``, replayed from the history."""
+    def as_of(self, user_id: str, t: "float | datetime") -> list[Fact]:
+        """The user's facts as they were at time ``t`` (seconds since the epoch, or a ``datetime``), replayed from
+        the history."""
+        t = validate.time_point("t", t)
         state: dict[str, Fact] = {}
         for e in self.history(user_id):
             if e.time > t:

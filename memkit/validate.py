@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,17 @@ def timestamp(value: Any) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise InvalidArgument(f"time must be seconds since the epoch (a finite number) or None, got {value!r}")
+    return float(value)
+
+
+def time_point(name: str, value: Any) -> float:
+    """A point in time: seconds since the epoch (a finite number) or a ``datetime``; anything else (a string such
+    as "yesterday") is ``InvalidArgument``."""
+    if isinstance(value, datetime):
+        return value.timestamp()
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InvalidArgument(f"{name} must be seconds since the epoch (a finite number) or a datetime, got {value!r}; "
+                              f"for a date string use datetime.fromisoformat(...)")
     return float(value)
 
 

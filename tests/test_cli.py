@@ -58,3 +58,22 @@ def test_serve_prints_a_config_that_bounds_the_servers_index_cache(tmp_path):
     config = yaml.safe_load(out.stdout)
     assert config["persist_path"] == str(tmp_path / "my data") and config["port"] == 8123
     assert config["segment_manager"]["hnsw_index_pool_cache_config"]["memory"]["capacity"] == 10  # one index per user
+
+
+def test_every_option_of_every_command_has_help():
+    import argparse
+
+    from memkit.cli import build_parser
+
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert {"demo", "serve", "sweep", "notebooks", "bench", "bench-scale", "bench-embed", "generate"} <= set(commands.choices)
+    for name, sub in commands.choices.items():
+        for action in sub._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            text = sub._get_formatter()._expand_help(action) if action.help else ""
+            assert text.strip(), f"memkit {name} {action.dest} has no help"
+            assert "(default: None)" not in text, f"memkit {name} {action.dest}: {text}"
+    bench = "".join(commands.choices["bench"].format_help().split())  # argparse wraps at hyphens
+    assert "(default:fullwindowsummarytwo-layer:keyedtwo-layer:similarity)" in bench
+    assert "(default: chats)" in commands.choices["generate"].format_help()

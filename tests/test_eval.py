@@ -118,7 +118,8 @@ def test_bench_cli_writes_files(tmp_path):
     assert set(res["strategy"]) == {"window", "two-layer:keyed"} and "evidence_recall" in res
     assert {"all", "knowledge-update"} <= set(summ["type"])
     assert (out / "plot.html").stat().st_size > 10_000
-    assert json.loads((out / "run.json").read_text())["budget"] == 500
+    run_json = json.loads((out / "run.json").read_text())
+    assert run_json["budget"] == 500 and run_json["format"] == "memkit"  # the guessed format, not null
 
 
 def test_bench_cli_errors(tmp_path):

@@ -102,6 +102,7 @@ def test_history_and_as_of(store):
                         Event(EventKind.UPDATE, "u1", "f1", old, new, time=200.0)])
     assert [e.kind for e in store.history("u1")] == [EventKind.ADD, EventKind.UPDATE]
     assert [f.text for f in store.as_of("u1", 150.0)] == ["User prefers metric units."]
+    assert store.as_of("u1", datetime.fromtimestamp(150.0)) == store.as_of("u1", 150.0)
     assert [f.text for f in store.as_of("u1", 250.0)] == ["User prefers imperial units."]
     assert store.as_of("u1", 50.0) == []
     assert store.history("u2") == []

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import ChromaServer
 from memkit import EventKind, FactStore, LLMExtractor, Memory, OpenAIChat
-from memkit.errors import (ConfigError, InvalidArgument, InvalidContent, IsolationError, MemkitError, MissingUserId,
+from memkit.errors import (ConfigError, InvalidArgument, InvalidContent, IsolationError, MemkitError, MissingSessionId, MissingUserId,
                            ModelUnavailable, StorePathError)
 from memkit.episodic import EpisodicBuffer
 from memkit.log import EventLog
@@ -192,6 +192,10 @@ def test_a_failing_summarizer_keeps_turns_in_the_window(fake_llm):
     (lambda m: m.observe("u", "s", "user", "bad \ud800 text"), InvalidContent),
     (lambda m: m.observe("u\ud800", "s", "user", "hi"), MissingUserId),
     (lambda m: m.context("u", "s", "bad \udfff"), InvalidArgument),
+    (lambda m: m.observe("u", "s\ud800", "user", "hi"), MissingSessionId),
+    (lambda m: m.observe("u", "s", "boss", "hi"), InvalidArgument),
+    (lambda m: m.store.as_of("u", "yesterday"), InvalidArgument),
+    (lambda m: m.store.as_of("u", float("inf")), InvalidArgument),
     (lambda m: m.store.get("nobody-yet", where={"user_id": "x"}), IsolationError),
     (lambda m: m.store.search("nobody-yet", "q", where={"$and": [{"user_id": "x"}]}), IsolationError),
     (lambda m: Memory(store=m.store, policy="llm"), ConfigError),
@@ -211,6 +215,8 @@ def test_bad_store_paths_are_named(tmp_path):
     f.write_text("x")
     with pytest.raises(StorePathError, match="is a file"):
         FactStore.persistent(str(f))
+    with pytest.raises(StorePathError, match="lies under .*a-file, which is a file"):
+        FactStore.persistent(str(f / "store"))
     if os.geteuid() == 0:
         pytest.skip("root can write anywhere: the unwritable-folder case cannot be shown")
     ro = tmp_path / "ro"

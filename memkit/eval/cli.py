@@ -21,10 +21,11 @@ SHOWN = ["strategy", "evidence_recall", "answer_in_context", "judged_correct", "
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from ..viz import recall_by_type, strategy_comparison
-    from .data import load
+    from .data import guess_format, load
     from .runner import run
 
-    convs = load(args.data, args.format)
+    fmt = args.format or guess_format(args.data)
+    convs = load(args.data, fmt)
     if not convs:
         from ..errors import DatasetError
 
@@ -59,7 +60,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     summary.to_csv(out / "summary.csv", index=False)
     confusion.to_csv(out / "confusion.csv", index=False)
     strategy_comparison(summary).write_html(out / "plot.html", include_plotlyjs=True)
-    (out / "run.json").write_text(json.dumps({"data": str(args.data), "format": args.format, "conversations": len(convs),
+    (out / "run.json").write_text(json.dumps({"data": str(args.data), "format": fmt, "conversations": len(convs),
                                               "strategies": strategies, "budget": budgets if len(budgets) > 1 else budgets[0], "k": args.k,
                                               **options}, indent=2))
     with pd.option_context("display.width", 200, "display.max_columns", 20):
@@ -144,16 +145,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     g = sub.add_parser("generate", help="write a benchmark suite (memkit JSONL) from a seed")
     g.add_argument("--suite", choices=["first", "chats"], default="chats",
                    help="first: persona facts among small talk (data/suite.jsonl is seed 7, 60 conversations); "
-                        "chats: two named friends (data/chats.jsonl is seed 0, 10 conversations)")
+                        "chats: two named friends (data/chats.jsonl is seed 0, 10 conversations) "
+                        "(default: %(default)s)")
     g.add_argument("--seed", type=int, default=None, help="default: the committed file's seed; tune on others")
-    g.add_argument("--conversations", type=int, default=None)
-    g.add_argument("--out", required=True)
+    g.add_argument("--conversations", type=int, default=None,
+                   help="how many conversations (default: as many as the committed file has)")
+    g.add_argument("--out", required=True, help="the JSONL file to write")
     g.set_defaults(func=cmd_generate)
 
     b = sub.add_parser("bench", help="compare memory strategies on a benchmark file")
     b.add_argument("--data", required=True, help="memkit JSONL, locomo10.json or longmemeval_*.json")
-    b.add_argument("--format", choices=FORMATS, default=None, help="default: guessed from the file name")
-    b.add_argument("--strategy", action="append", choices=STRATEGIES, help="repeat for several (default: %(default)s)")
+    b.add_argument("--format", choices=FORMATS, default=None,
+                   help="default: guessed from the file name (locomo*, longmemeval*, else memkit)")
+    b.add_argument("--strategy", action="append", choices=STRATEGIES, metavar="STRATEGY",
+                   help=f"one of {', '.join(STRATEGIES)}; repeat for several "
+                        f"(default: {' '.join(DEFAULT_STRATEGIES)})")
     b.add_argument("--budget", default="1200",
                    help="context budget in tokens, or several separated by commas (recall against budget)")
     b.add_argument("--k", type=int, default=5, help="facts retrieved per query")
@@ -173,11 +179,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="repeat for both (default persistent; http starts a `chroma run` per size)")
     s.add_argument("--episodes", type=float, default=0.5, help="share of each user's items that are past turns")
     s.add_argument("--max-users", type=int, default=MAX_USERS, help="users whose indexes stay loaded (LRU cap)")
-    s.add_argument("--queries", type=int, default=200)
-    s.add_argument("--out", required=True)
+    s.add_argument("--queries", type=int, default=200,
+                   help="timed reads per size and call (default: %(default)s)")
+    s.add_argument("--out", required=True, help="folder for scale.csv")
     s.set_defaults(func=cmd_bench_scale)
     e = sub.add_parser("bench-embed", help="offline embedder throughput (short sentences per second)")
-    e.add_argument("--n", type=int, default=2000)
+    e.add_argument("--n", type=int, default=2000, help="sentences to embed (default: %(default)s)")
     e.add_argument("--batch", type=int, action="append", default=None, help="batch size; repeat (default 64)")
-    e.add_argument("--out", default="")
+    e.add_argument("--out", default="", help="folder for embed.csv (default: print only)")
     e.set_defaults(func=lambda a: cmd_bench_embed(argparse.Namespace(**{**vars(a), "batch": a.batch or [64]})))

@@ -186,11 +186,15 @@ def load_longmemeval(path: str | Path) -> list[Conversation]:
     return out
 
 
+def guess_format(path: str | Path) -> str:
+    """The format a benchmark file's name says: ``locomo``, ``longmemeval``, else ``memkit``."""
+    name = Path(path).name.lower()
+    return "locomo" if "locomo" in name else "longmemeval" if "longmemeval" in name else "memkit"
+
+
 def load(path: str | Path, format: str | None = None) -> list[Conversation]:
     """Read ``path`` as ``format`` (guessed from the name when None)."""
-    if format is None:
-        name = Path(path).name.lower()
-        format = "locomo" if "locomo" in name else "longmemeval" if "longmemeval" in name else "memkit"
+    format = format or guess_format(path)
     if format not in FORMATS:
         raise DatasetError(f"unknown format {format!r}; choose one of {FORMATS}")
     return {"memkit": load_memkit, "locomo": load_locomo, "longmemeval": load_longmemeval}[format](path)
