@@ -22,18 +22,23 @@ def episode_line(e: Episode) -> str:
     return f"{e.speaker}: {e.content}"
 
 
-def session_header(e: Episode) -> str:
-    """The line above a session's episodes: its date, once per session shown (``[8 May 2023]``)."""
-    return f"[{date_label(e.time)}]"
+def session_header(e: Episode, labelled: bool = False) -> str:
+    """The line above a session's episodes: its date (``[8 May 2023]``), and its id when another shown session
+    has the same date (``[8 May 2023, session s3]``)."""
+    return f"[{date_label(e.time)}, session {e.session_id}]" if labelled else f"[{date_label(e.time)}]"
 
 
 def render_episodes(episodes: Sequence[Episode], dates: bool = True) -> str:
-    """Episodes in the order given; with ``dates``, a header with the session date before each session's run."""
+    """Episodes in the order given; with ``dates``, a header with the session date before each session's run
+    (with the session's id where two shown sessions share a date)."""
+    sessions_on: dict[str, set[str]] = {}
+    for e in episodes:
+        sessions_on.setdefault(date_label(e.time), set()).add(e.session_id)
     lines: list[str] = []
     last = None
     for e in episodes:
         if dates and e.session_id != last:
-            lines.append(session_header(e))
+            lines.append(session_header(e, len(sessions_on[date_label(e.time)]) > 1))
         last = e.session_id
         lines.append(episode_line(e))
     return "\n".join(lines)
@@ -58,7 +63,7 @@ def pack_facts(hits: Sequence[Hit], budget: int, profile_tokens: int) -> Part:
         profile_used += cost if h.why == "profile" else 0
         lines.append(line)
         items.append({"id": h.fact.id, "text": h.fact.text, "similarity": _round(h.similarity), "score": _round(h.score),
-                      "why": h.why, "source": list(h.fact.source)})
+                      "why": h.why, "source": list(h.fact.source), "date": date_label(h.fact.valid_from)})
     text = "\n".join(lines)
     return Part("facts", text, tokens.count(text), tuple(items))
 
@@ -72,21 +77,32 @@ def pack_episodes(recalled: Sequence[Recalled], budget: int, skip: Callable[[Epi
     ``neighbours`` (when given) adds the turns around each hit after it, while they fit.
     """
     chosen: dict[str, tuple[Episode, dict[str, Any]]] = {}
-    sessions: set[str] = set()
+    sessions: dict[str, Episode] = {}  # session id -> its first episode shown
     used = 0
+
+    def header_cost(e: Episode) -> int:
+        """What a new session's header adds: its own line, and the label of any shown session of that date."""
+        if not dates or e.session_id in sessions:
+            return 0
+        same_day = [s for s in sessions.values() if date_label(s.time) == date_label(e.time)]
+        if not same_day:
+            return line_cost(session_header(e))
+        # the one session of that date shown so far gets its id too
+        relabel = line_cost(session_header(same_day[0], True)) - line_cost(session_header(same_day[0]))
+        return line_cost(session_header(e, True)) + (relabel if len(same_day) == 1 else 0)
 
     def take(e: Episode, rank: int, why: str, score: float | None, similarity: float | None) -> bool:
         nonlocal used
         if e.id in chosen or skip(e):
             return False
         line = episode_line(e)
-        cost = line_cost(line) + (line_cost(session_header(e)) if dates and e.session_id not in sessions else 0)
+        cost = line_cost(line) + header_cost(e)
         if used + cost > budget:
             return False
         used += cost
-        sessions.add(e.session_id)
-        item = {"turn_id": e.turn_id, "text": line, "session_id": e.session_id, "speaker": e.speaker, "rank": rank,
-                "why": why, "score": _round(score), "similarity": _round(similarity)}
+        sessions.setdefault(e.session_id, e)
+        item = {"turn_id": e.turn_id, "text": line, "session_id": e.session_id, "date": date_label(e.time),
+                "speaker": e.speaker, "rank": rank, "why": why, "score": _round(score), "similarity": _round(similarity)}
         if truncates is not None and truncates(e.content):
             item["embedding"] = "truncated to the embedder's window; the lexical index has every word"
         chosen[e.id] = (e, {**item, "tokens": cost})

@@ -20,10 +20,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_notebooks(args: argparse.Namespace) -> int:
-    from .notebooks_copy import copy_notebooks
+    from .notebooks_copy import copy_notebooks, trust
 
-    for path in copy_notebooks(args.dir, force=args.force, trust=not args.no_trust):
+    written = copy_notebooks(args.dir, force=args.force)
+    for path in written:
         print(f"wrote {path}")
+    db = None if args.no_trust else trust(written, args.jupyter_data_dir)
+    if db is not None:
+        print(f"\nsigned {sum(p.suffix == '.ipynb' for p in written)} notebooks in {db}: JupyterLab run with that "
+              f"Jupyter data folder ({db.parent}) shows their stored widgets on open. One run with another HOME or "
+              f"JUPYTER_DATA_DIR does not see these signatures: run `jupyter trust {args.dir}/*.ipynb` there, or "
+              f"this command again with --jupyter-data-dir.")
     print(f"\nopen them with: jupyter lab {args.dir}")
     return 0
 
@@ -86,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     nbs.add_argument("--force", action="store_true", help="overwrite notebooks already there")
     nbs.add_argument("--no-trust", action="store_true",
                      help="do not sign the copies (JupyterLab then shows their stored widgets as text)")
+    nbs.add_argument("--jupyter-data-dir", default=None, metavar="PATH",
+                     help="sign into this Jupyter data folder, the one the JupyterLab you open them with uses "
+                          "(default: this user's, `jupyter --data-dir`)")
     nbs.set_defaults(func=cmd_notebooks)
     for register in _extensions():
         register(sub)

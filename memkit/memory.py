@@ -291,6 +291,9 @@ class Memory:
         warming = self._warming.get(user_id)
         notes = ("cold read: the user's indexes were still loading (the session opened moments ago)",) \
             if warming is not None and not warming.done() else ()
+        if query.strip() and (not buf.window or buf.window[-1].content != query):
+            notes += ("the query is not this session's newest turn, so the messages do not hold it: observe it "
+                      "first (the agent loop: observe, context, answer, observe)",)
         docs_future = self._docs.submit(self.retriever, query) if self.retriever else None
         summary, window = buf.summary, list(buf.window)  # the episodic read: the session's buffer, in memory
         in_session = {t.id for t in buf.turns}
@@ -343,10 +346,11 @@ class Memory:
                        tuple(i["id"] for i in facts.items), notes)
 
     def profile(self, user_id: str, limit: int = 20) -> str:
-        """The user's ``limit`` most important current facts as a compact block (from the maintained profile)."""
+        """The user's ``limit`` most important current facts as a compact block, most important first (from the
+        maintained profile; equal importance: the newest first)."""
         facts = self.store.profile(user_id, limit=limit)
         more = len(self.store.profile(user_id)) - len(facts) if len(facts) == limit else 0
-        lines = [f"- {f.text}" for f in sorted(facts, key=lambda f: (f.key or "~", f.created_at))]
+        lines = [f"- {f.text}" for f in facts]  # the profile's own order
         tail = [f"(and {more} more)"] if more else []
         return "User profile:\n" + "\n".join(lines + tail) if facts else "User profile: (empty)"
 

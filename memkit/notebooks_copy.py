@@ -9,12 +9,8 @@ from .errors import InvalidArgument
 from .validate import out_dir
 
 
-def copy_notebooks(target: str | Path, force: bool = False, trust: bool = True) -> list[Path]:
-    """Write every ``NN_*.ipynb`` and its ``.py`` pair into ``target``; existing files are kept unless ``force``.
-
-    With ``trust`` the copies are signed for this user (``jupyter trust``), so JupyterLab renders their stored
-    outputs, widgets included, before anything runs; an untrusted notebook shows widgets as plain text.
-    """
+def copy_notebooks(target: str | Path, force: bool = False) -> list[Path]:
+    """Write every ``NN_*.ipynb`` and its ``.py`` pair into ``target``; existing files are kept unless ``force``."""
     folder = out_dir(target)
     sources = sorted(f for f in resources.files("memkit.notebooks").iterdir()
                      if f.name[:2].isdigit() and f.name.endswith((".ipynb", ".py")))
@@ -26,17 +22,23 @@ def copy_notebooks(target: str | Path, force: bool = False, trust: bool = True) 
     for f in sources:
         (folder / f.name).write_bytes(f.read_bytes())
         written.append(folder / f.name)
-    if trust:
-        _sign([p for p in written if p.suffix == ".ipynb"])
     return written
 
 
-def _sign(paths: list[Path]) -> None:
+def trust(paths: list[Path], data_dir: str | Path | None = None) -> Path | None:
+    """Sign the notebooks (what ``jupyter trust`` does), so JupyterLab renders their stored outputs, widgets
+    included, before anything runs; an untrusted notebook shows widgets as plain text.
+
+    The signatures go into the Jupyter data folder ``data_dir`` (default: this user's, from ``HOME`` and
+    ``JUPYTER_DATA_DIR``): a JupyterLab started with another one does not see them. Returns the signature
+    database written, or None without Jupyter installed."""
     try:
         import nbformat
         from nbformat.sign import NotebookNotary
     except ImportError:  # without Jupyter there is nothing to trust them for
-        return
-    notary = NotebookNotary()
+        return None
+    notary = NotebookNotary(**({"data_dir": str(data_dir)} if data_dir is not None else {}))
     for path in paths:
-        notary.sign(nbformat.read(path, as_version=4))
+        if path.suffix == ".ipynb":
+            notary.sign(nbformat.read(path, as_version=4))
+    return Path(notary.db_file)

@@ -31,7 +31,9 @@ SENT_SPLIT = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])\s*|\n+")
 ROLE_ZH = ("工程师", "开发者", "程序员", "设计师", "经理", "老师", "学生", "研究员", "医生", "产品经理")
 NAME = r"([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,2})"
 # a compound sentence splits before each first-person clause: "I'm vegetarian and I live in Berlin."
-CLAUSE_SPLIT = re.compile(r"(?:,\s*(?:and|but|so)?|\s+(?:and|but|so))\s+(?=(?:I|I'm|I've|I'd|my|My|we|We|our|Our)\b)")
+# (after a bare comma only before "I" or "we": "Ella, my brother, is a pilot." is one clause)
+CLAUSE_SPLIT = re.compile(r"(?:,\s*(?:and|but|so)|\s+(?:and|but|so))\s+(?=(?:I|I'm|I've|I'd|my|My|we|We|our|Our)\b)"
+                          r"|,\s+(?=(?:I|I'm|I've|I'd|we|We)\b)")
 # "I'm <Name>" alone names the speaker, unless the capitalised word is one of these
 NOT_NAMES = {"sorry", "fine", "good", "okay", "ok", "here", "back", "done", "ready", "sure", "glad", "happy", "in",
              "on", "at", "so", "just", "not", "the", "a", "an", "still", "also", "really", "very", "always", "never",
@@ -335,16 +337,21 @@ class RuleExtractor:
             if len(sentence) < 4 or sentence.endswith(("?", "？")) or re.match(r"^(if|when|what if|maybe|如果)\b", low):
                 continue
             texts: set[str] = set()
-            for s in clauses(sentence):
-                for c in self._clause(s):
-                    if c.text in texts:  # two rules read the same statement: keep the first
-                        continue
-                    texts.add(c.text)
-                    c = replace(c, source=tuple(source))
-                    if c.key is None:
-                        loose.append(c)
-                    else:
-                        found.setdefault(c.key, c)  # the first rule to claim a key wins within a turn
+            parts = clauses(sentence)
+            from_clauses = [c for s in parts for c in self._clause(s)] if len(parts) > 1 else []
+            claimed = {c.key for c in from_clauses}
+            # a statement that needs the whole sentence ("I can't have penicillin, I'm allergic") is read from it
+            whole = [c for c in self._clause(sentence) if c.key is not None and c.key not in claimed] \
+                if len(parts) > 1 else self._clause(sentence)
+            for c in from_clauses + whole:
+                if c.text in texts:  # two rules read the same statement: keep the first
+                    continue
+                texts.add(c.text)
+                c = replace(c, source=tuple(source))
+                if c.key is None:
+                    loose.append(c)
+                else:
+                    found.setdefault(c.key, c)  # the first rule to claim a key wins within a turn
         return list(found.values()) + loose
 
     def _clause(self, s: str) -> list[Candidate]:

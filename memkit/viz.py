@@ -34,7 +34,8 @@ def events_table(events: Sequence[Event]) -> pd.DataFrame:
 
 
 def context_table(ctx: Context, evidence: Iterable[str] | None = None) -> pd.DataFrame:
-    """The context account: one row per item that went in, with its part, why, score and tokens. With
+    """The context account: one row per item that went in, with its part, its session and date (an episode's
+    session and the date it was said; a fact's date is when it became current), why, and score. With
     ``evidence`` (turn ids), an ``evidence`` column says whether the item is, or was extracted from, one of them."""
     wanted = set(evidence or ())
     rows = []
@@ -44,10 +45,11 @@ def context_table(ctx: Context, evidence: Iterable[str] | None = None) -> pd.Dat
                          "evidence": False})
         for it in p.items:
             turns = {it.get("turn_id")} | set(it.get("source", ()))
-            rows.append({"part": p.name, "item": (it.get("text") or it.get("turn_id") or "")[:100],
+            rows.append({"part": p.name, "session": it.get("session_id", ""), "date": it.get("date", ""),
+                         "item": (it.get("text") or it.get("turn_id") or "")[:100],
                          "why": it.get("why", ""), "similarity": it.get("similarity"), "score": it.get("score"),
                          "evidence": bool(wanted & turns)})
-    table = pd.DataFrame(rows, columns=["part", "item", "why", "similarity", "score", "evidence"])
+    table = pd.DataFrame(rows, columns=["part", "session", "date", "item", "why", "similarity", "score", "evidence"])
     return table if evidence is not None else table.drop(columns="evidence")
 
 
@@ -60,7 +62,8 @@ def layers(window_turns: Sequence, summary_text: str, facts: Sequence[Fact]) -> 
     fig.add_trace(go.Table(header={"values": ["turn"]}, cells={"values": [ep or ["(empty)"]], "align": "left"}), 1, 1)
     fig.add_trace(go.Table(header={"values": ["key", "fact"]},
                            cells={"values": [[f.key or "" for f in facts], [f.text for f in facts]], "align": "left"}), 1, 2)
-    fig.update_layout(height=360, margin={"t": 40, "b": 10, "l": 10, "r": 10})
+    rows = max(len(ep), len(facts), 1)  # as tall as the longer table, not a fixed 360 px of blank
+    fig.update_layout(height=min(90 + 34 * rows, 480), margin={"t": 40, "b": 10, "l": 10, "r": 10})
     return fig
 
 

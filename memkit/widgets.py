@@ -13,6 +13,7 @@ import pandas as pd
 from IPython.display import display as ipy_display
 
 from . import reconcile, viz
+from .errors import InvalidArgument
 from .facts import FactStore
 from .memory import Memory
 from .rules import RuleExtractor
@@ -148,11 +149,16 @@ class ContextExplorer(_View):
     """Pick a question and a budget: every line of the built context, which channel brought it in, and
     whether it is one of the question's evidence turns."""
 
+    COLUMNS = ["part", "session", "date", "why", "item", "evidence"]
+
     def __init__(self, memory: Memory, user_id: str, questions: Sequence[tuple[str, Sequence[str]]],
-                 budget: int = 400, display: bool = True) -> None:
+                 budget: int = 400, display: bool = True, start: str | None = None) -> None:
         self.memory, self.user_id = memory, user_id
         self.evidence = {q: set(ev) for q, ev in questions}
-        self.question = W.Dropdown(options=[q for q, _ in questions], description="question",
+        options = [q for q, _ in questions]
+        if start is not None and start not in self.evidence:
+            raise InvalidArgument(f"start must be one of the questions, got {start!r}")
+        self.question = W.Dropdown(options=options, value=start or options[0], description="question",
                                    layout=W.Layout(width="90%"), style={"description_width": "70px"})
         self.budget = W.IntSlider(value=budget, min=100, max=2000, step=100, description="budget")
         self.summary = W.HTML()
@@ -171,7 +177,7 @@ class ContextExplorer(_View):
         found = int(table["evidence"].sum())
         self.summary.value = (f"<b>{ctx.tokens}</b> tokens; evidence turns in context: <b>{found}</b> of "
                               f"{len(self.evidence[q])}")
-        self.table_html.value = _html_table(table[["part", "why", "item", "evidence"]])
+        self.table_html.value = _html_table(table[self.COLUMNS])
 
 
 def _draw(output: W.Output, fig: Any) -> None:

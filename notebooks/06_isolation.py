@@ -80,7 +80,6 @@ attempts = {
     "where naming another user": lambda: store.search("bob", "units", where={"user_id": "alice"}),
     "nested where naming a user": lambda: store.get("bob", where={"$or": [{"key": "user.units"}, {"user_id": "alice"}]}),
     "writing alice's fact as bob": lambda: store.upsert("bob", [Fact(id="x", user_id="alice", text="hi")]),
-    "bob joining alice's session": lambda: memory.observe("bob", "a1", "user", "hello"),
 }
 rows = []
 for what, call in attempts.items():
@@ -93,10 +92,13 @@ refusals = pd.DataFrame(rows)
 refusals
 
 # %% [markdown]
-# The episodic layer is isolated too: a session belongs to the user who opened it.
+# The episodic layer is isolated too: a session id is its user's own. When bob uses the id of alice's
+# session ("a1"), he gets a session of his own under that id; alice's window does not change:
 
 # %%
-print([t.content for t in memory.session("alice", "a1").turns])
+memory.observe("bob", "a1", "user", "Hello, this is bob's own a1.")
+print("alice a1:", [t.content for t in memory.session("alice", "a1").turns])
+print("bob a1:  ", [t.content for t in memory.session("bob", "a1").turns])
 
 # %% [markdown]
 # ## Deleting touches one user only

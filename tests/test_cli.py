@@ -77,3 +77,28 @@ def test_every_option_of_every_command_has_help():
     bench = "".join(commands.choices["bench"].format_help().split())  # argparse wraps at hyphens
     assert "(default:fullwindowsummarytwo-layer:keyedtwo-layer:similarity)" in bench
     assert "(default: chats)" in commands.choices["generate"].format_help()
+
+
+def test_notebooks_says_where_it_signed_and_trust_holds_only_there(tmp_path):
+    import os
+
+    import nbformat
+    from nbformat.sign import NotebookNotary
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JUPYTER")}
+    home, other = tmp_path / "home", tmp_path / "lab-data"
+    r = subprocess.run([sys.executable, "-m", "memkit.cli", "notebooks", str(tmp_path / "a")], capture_output=True,
+                       text=True, timeout=300, env={**env, "HOME": str(home)})
+    assert r.returncode == 0, r.stderr
+    default_db = home / ".local" / "share" / "jupyter" / "nbsignatures.db"
+    assert f"in {default_db}" in r.stdout and "jupyter trust" in r.stdout
+    nb = nbformat.read(tmp_path / "a" / "01_two_layers.ipynb", as_version=4)
+    assert NotebookNotary(data_dir=str(default_db.parent)).check_signature(nb)
+    other.mkdir()
+    assert not NotebookNotary(data_dir=str(other)).check_signature(nb)  # another data dir: untrusted
+
+    r = subprocess.run([sys.executable, "-m", "memkit.cli", "notebooks", str(tmp_path / "b"), "--jupyter-data-dir",
+                        str(other)], capture_output=True, text=True, timeout=300, env={**env, "HOME": str(home)})
+    assert r.returncode == 0 and f"in {other / 'nbsignatures.db'}" in r.stdout
+    assert NotebookNotary(data_dir=str(other)).check_signature(
+        nbformat.read(tmp_path / "b" / "08_real_conversations.ipynb", as_version=4))

@@ -277,3 +277,48 @@ def test_a_fact_search_finds_facts_behind_many_nearer_episodes(store):
     store.upsert("u", [Fact(id="bike", user_id="u", text="User owns a red bicycle.")])
     hits = store.search("u", "green tea cup", k=2, min_score=-1.0)
     assert [h.fact.id for h in hits] == ["bike"]  # the only fact, behind 60 nearer episodes
+
+
+def test_sessions_of_one_day_get_their_id_in_the_header_and_the_account_says_each_lines_session(embedder):
+    from datetime import datetime
+
+    from memkit import viz
+
+    m = Memory(store=FactStore.ephemeral(embedder))
+    morning, evening = datetime(2026, 3, 3, 9).timestamp(), datetime(2026, 3, 3, 20).timestamp()
+    m.observe("u", "run-am", "user", "The trail run along the river took an hour.", time=morning)
+    m.observe("u", "run-pm", "user", "The evening run along the river was faster.", time=evening)
+    m.observe("u", "later", "user", "The river run in April was the longest.", time=datetime(2026, 4, 9).timestamp())
+    ctx = m.context("u", "now", "Which run along the river?", budget=400)
+    headers = [line for line in ctx.parts[1].text.splitlines() if line.startswith("[")]
+    assert headers == ["[3 March 2026, session run-am]", "[3 March 2026, session run-pm]", "[9 April 2026]"]
+    assert ctx.parts[1].tokens <= 400 - ctx.parts[0].tokens
+    table = viz.context_table(ctx)
+    episodes = table[table["part"] == "episodes"]
+    assert list(episodes["session"]) == ["run-am", "run-pm", "later"]
+    assert list(episodes["date"]) == ["3 March 2026", "3 March 2026", "9 April 2026"]
+
+
+def test_the_account_says_why_per_item_and_the_messages_say_when_the_question_was_not_observed(embedder):
+    m = Memory(store=FactStore.ephemeral(embedder))
+    m.observe("u", "tue", "user", "I prefer metric units.")
+    m.observe("u", "tue", "user", "We hiked up the Brocken in fog.")
+    ctx = m.context("u", "fri", "Where did we hike?", budget=400)
+    rows = {r["part"]: r for r in ctx.account()}
+    assert rows["episodes"]["items"] == len(rows["episodes"]["why"]) == 1
+    assert "lexical #1" in rows["episodes"]["why"][0] and rows["facts"]["why"] == ["profile"]
+    assert any("observe it first" in n for n in ctx.notes)
+    m.observe("u", "fri", "user", "Where did we hike?")
+    ctx = m.context("u", "fri", "Where did we hike?", budget=400)
+    assert ctx.messages[-1] == {"role": "user", "content": "Where did we hike?"}
+    assert not any("observe it first" in n for n in ctx.notes)
+    assert {r["part"]: r["why"] for r in ctx.account()}["turns"] == ["window"]
+
+
+def test_profile_block_lists_the_most_important_first(embedder):
+    m = Memory(store=FactStore.ephemeral(embedder))
+    m.observe("u", "s", "user", "I like hiking.")              # importance 0.6
+    m.observe("u", "s", "user", "I'm allergic to peanuts.")    # 0.85
+    m.observe("u", "s", "user", "My name is Lena.")            # 0.9
+    assert m.profile("u").splitlines()[1:] == ["- User's name is Lena.", "- User is allergic to peanuts.",
+                                               "- User likes hiking."]

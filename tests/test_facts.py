@@ -1,5 +1,7 @@
 """FactStore against real Chroma: in-process, on disk, and a `chroma run` server started by the tests."""
 
+from datetime import datetime
+
 import pytest
 
 from conftest import open_store

@@ -61,6 +61,10 @@ def test_negation_flag():
       "user.allergy.peanuts": "User is allergic to peanuts."}),
     ("I work at Acme, and my sister Ann lives in Lyon.",
      {"user.employer": "User works at Acme.", "user.family.sister": "User's sister is Ann."}),
+    # one statement across a comma stays one fact
+    ("Ella, my brother, is a pilot.", {"user.family.brother": "Ella, User's brother, is a pilot."}),
+    ("Keep in mind that I can't have penicillin, I'm allergic.",
+     {"user.allergy.penicillin": "User is allergic to penicillin."}),
 ])
 def test_a_compound_sentence_gives_one_fact_per_clause(text, expected):
     assert {c.key: c.text for c in X.extract(text)} == expected

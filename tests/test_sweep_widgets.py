@@ -100,3 +100,25 @@ def test_viz_functions_return_figures_and_tables(embedder):
     assert len(viz.recall_scores(hits, 0.3).data[0].x) == len(hits)
     assert len(viz.fact_timeline(m.store.get("u")).data) == 1
     assert isinstance(viz.layers(m.session("u", "s").window, "", m.store.get("u")), go.Figure)
+
+
+def test_context_explorer_opens_on_the_question_asked_for_and_shows_session_and_date(embedder):
+    from memkit.widgets import ContextExplorer
+
+    m = Memory(store=FactStore.ephemeral(embedder))
+    m.observe("u", "s1", "user", "The Brocken hike was foggy.", turn_id="t1")
+    m.observe("u", "s2", "user", "Dinner at the Thai place was great.", turn_id="t2")
+    questions = [("Where did we eat?", ["t2"]), ("Which hike was foggy?", ["t1"])]
+    view = ContextExplorer(m, "u", questions, display=False, start="Which hike was foggy?")
+    assert view.question.value == "Which hike was foggy?" and "1</b> of 1" in view.summary.value
+    assert ">session</th>" in view.table_html.value and ">date</th>" in view.table_html.value
+    assert ContextExplorer(m, "u", questions, display=False).question.value == "Where did we eat?"
+    with pytest.raises(MemkitError):
+        ContextExplorer(m, "u", questions, display=False, start="Not a question of the list?")
+
+
+def test_layers_figure_is_as_tall_as_its_rows():
+    short = viz.layers([], "", [])
+    from memkit.types import Fact
+    many = [Fact(id=f"f{i}", user_id="u", text=f"fact {i}") for i in range(12)]
+    assert short.layout.height < 200 < viz.layers([], "", many).layout.height
