@@ -36,7 +36,7 @@ from .errors import (DimensionMismatch, IsolationError, MemkitError, StoreClosed
 from .lexicon import LexicalIndex
 from .log import EventLog
 from .records import Records
-from .types import Episode, Event, EventKind, Fact, Hit
+from .types import Candidate, Episode, Event, EventKind, Fact, Hit
 
 EMBED_BATCH = 32  # pending episodes of one user embedded together (docs/architecture.md §2)
 # Users whose index stays loaded in an embedded store (one HNSW index each); the least recently used are
@@ -401,14 +401,16 @@ class FactStore:
         return fact
 
     # ---- episodes ----------------------------------------------------------------------------
-    def add_episode(self, user_id: str, episode: Episode) -> Episode:
-        """Keep an observed turn: recorded now, embedded and indexed lexically in a batch (docs/architecture.md §2)."""
+    def add_episode(self, user_id: str, episode: Episode, extract: bool = False) -> Episode:
+        """Keep an observed turn: recorded now, embedded and indexed lexically in a batch (docs/architecture.md §2).
+        With ``extract`` the record says, in the same commit, that its facts are still to be extracted, until
+        ``extracted`` settles it: a turn whose extraction waits for the model survives the process."""
         if episode.user_id != user_id:
             raise IsolationError(f"episode of {episode.user_id!r} offered to {user_id!r}")
         if self._closed:
             raise StoreClosed("this FactStore was closed; open a new one")
         owner = self.owner(user_id)
-        stored = self.records.add_episode(owner, episode)
+        stored = self.records.add_episode(owner, episode, extract)
         if self.records.count_episodes(owner, pending=True) >= self.embed_batch:
             self.embed_pending(user_id)
         return stored
@@ -438,6 +440,31 @@ class FactStore:
         self.lexicon.change(owner, "episodes", [(e.id, t) for e, t in zip(pending, texts)])
         self.records.mark_embedded(owner, [e.id for e in pending])
         return len(pending)
+
+    # ---- what waits for a model or for the store (the durable retry queue, in the records) -------------------
+    def to_extract(self) -> list[Episode]:
+        """Turns of every user whose extraction is not settled (the model was down, or the process died)."""
+        if self._closed:
+            raise StoreClosed("this FactStore was closed; open a new one")
+        return self.records.to_extract()
+
+    def extracted(self, user_id: str, episode_id: str) -> None:
+        """The turn's extraction is settled: its facts are written or waiting, or its failure was reported."""
+        self.records.extracted(self.owner(user_id), episode_id)
+
+    def wait(self, user_id: str, cands: Sequence[Candidate], time: float | None) -> None:
+        """Keep candidate facts whose planning met an outage, for a later ``Memory.flush()``."""
+        self.records.wait(self.owner(user_id), validate.user_id(user_id), cands, time)
+
+    def waiting(self) -> list[tuple[int, str, list[Candidate], float | None]]:
+        """``(id, user_id, candidates, time)`` of every write waiting to be planned, oldest first."""
+        if self._closed:
+            raise StoreClosed("this FactStore was closed; open a new one")
+        return self.records.waiting()
+
+    def written(self, user_id: str, wait_id: int) -> None:
+        """A waiting write was planned and applied: forget it."""
+        self.records.written(self.owner(user_id), wait_id)
 
     def episodes(self, user_id: str, ids: Sequence[str] | None = None) -> list[Episode]:
         """The user's episodes (all, or by id), in the order they were observed."""

@@ -73,8 +73,6 @@ class Memory:
         self.neighbours, self.episode_dates = neighbours, episode_dates
         self.episodes_for_facts, self.window_share = episodes_for_facts, window_share
         self.sessions: dict[tuple[str, str], EpisodicBuffer] = {}  # (user_id, session_id) -> the open session
-        self.pending: list[tuple[str, list[Candidate], float | None]] = []  # planned later: the store was down
-        self.pending_turns: list[tuple[str, Turn, str | None]] = []  # extracted later: the model was down
         # documents are retrieved beside the memory read; sessions warm up on a thread of their own, so a burst
         # of opened sessions never queues ahead of a read. Memory itself is searched in the caller's thread:
         # on 2 cores, handing a search to another thread made reads slower (README, "Read path at scale")
@@ -143,23 +141,41 @@ class Memory:
         speaker = validate.speaker(speaker)
         time = validate.timestamp(time)
         turn = self.session(user_id, session_id).append(role, content, turn_id, time)
-        self.store.add_episode(user_id, Episode("", user_id, session_id, turn.id, speaker or role, role, turn.content,
-                                                turn.time, turn.tokens))
-        if role != "user" and speaker is None:
-            return []
-        return self._extract(user_id, turn, speaker)
+        extract = role == "user" or speaker is not None
+        # the record says, in its own commit, that the turn is still to be extracted (the durable retry queue)
+        episode = self.store.add_episode(user_id, Episode("", user_id, session_id, turn.id, speaker or role, role,
+                                                          turn.content, turn.time, turn.tokens), extract=extract)
+        return self._extract(user_id, turn, speaker, episode.id) if extract else []
 
-    def _extract(self, user_id: str, turn: Turn, speaker: str | None) -> list[Event]:
+    def _extract(self, user_id: str, turn: Turn, speaker: str | None, episode_id: str) -> list[Event]:
         try:
             cands = self.extractor.extract(turn.content, (turn.id,))
             if speaker is not None:
                 cands = attribute(cands, speaker)
-        except ModelUnavailable as e:
-            self.pending_turns.append((user_id, turn, speaker))
-            return [self._error(user_id, f"{e}; the turn waits for flush()", (turn.id,), turn.time)]
+        except ModelUnavailable as e:  # the turn stays marked in the records: any later flush() extracts it
+            return [self._error(user_id, f"{type(e).__name__}: {e}; the turn waits for flush()", (turn.id,), turn.time)]
         except ExtractionError as e:
+            self.store.extracted(user_id, episode_id)
             return [self._error(user_id, str(e), (turn.id,), turn.time)]
-        return self.write(user_id, cands, turn.time)
+        try:
+            events = self.write(user_id, cands, turn.time)
+        except StoreUnavailable:  # the candidates wait in the records (write): the turn itself is settled
+            self.store.extracted(user_id, episode_id)
+            raise
+        self.store.extracted(user_id, episode_id)
+        return events
+
+    @property
+    def pending_turns(self) -> list[tuple[str, Turn, str | None]]:
+        """``(user_id, turn, speaker)`` of the turns whose extraction waits (for the model, or for a process
+        that died before it finished), from the store's records: what ``flush()`` extracts."""
+        return [(e.user_id, _turn(e), None if e.speaker == e.role else e.speaker) for e in self.store.to_extract()]
+
+    @property
+    def pending(self) -> list[tuple[str, list[Candidate], float | None]]:
+        """``(user_id, candidates, time)`` of the writes whose planning waits for the store or the model, from
+        the store's records: what ``flush()`` plans."""
+        return [(user_id, cands, time) for _, user_id, cands, time in self.store.waiting()]
 
     def _error(self, user_id: str, reason: str, source: tuple[str, ...], time: float | None) -> Event:
         event = Event(EventKind.ERROR, user_id, reason=reason, source=source, **({"time": time} if time is not None else {}))
@@ -169,38 +185,47 @@ class Memory:
     def write(self, user_id: str, cands: Sequence[Candidate], time: float | None = None) -> list[Event]:
         """Plan and apply ``cands`` under the policy, one writer per user at a time.
 
-        If the store is down while planning, the candidates wait in ``pending`` (with their time); if it goes
-        down while applying, the planned events are already in the event log and ``flush()`` applies them.
+        If the store (or the policy's model) is down while planning, the candidates wait in the store's records
+        (``pending``, with their time) for ``flush()``; if it goes down while applying, the planned events are
+        already in the event log and ``flush()`` applies them.
         """
+        try:
+            return self._write(user_id, cands, time)
+        except ModelUnavailable as e:
+            self.store.wait(user_id, cands, time)
+            return [self._error(user_id, f"{type(e).__name__}: {e}; the facts wait for flush()", cands[0].source, time)]
+        except StoreUnavailable:
+            self.store.wait(user_id, cands, time)
+            raise
+
+    def _write(self, user_id: str, cands: Sequence[Candidate], time: float | None) -> list[Event]:
         if not cands:
             return []
         with self.store.user_lock(user_id):
             try:
                 events = reconcile.plan(self.policy, self.store, user_id, cands, time)
-            except ModelUnavailable as e:
-                self.pending.append((user_id, list(cands), time))
-                return [self._error(user_id, f"{e}; the facts wait for flush()", cands[0].source, time)]
             except ExtractionError as e:
                 return [self._error(user_id, str(e), cands[0].source, time)]
-            except StoreUnavailable:
-                self.pending.append((user_id, list(cands), time))
-                raise
             reconcile.apply(self.store, user_id, events)  # logged before the index changes
         return events
 
     def flush(self) -> list[Event]:
-        """Apply what the event log holds unapplied (never planned again), then plan the writes that waited."""
+        """Apply what the event log holds unapplied (never planned again), extract the turns that waited for the
+        model, then plan the writes that waited for the store: all of it read from the store's records, so a
+        later process finishes what an earlier one could not. A write that meets the outage again keeps
+        waiting (``StoreUnavailable`` is raised; what is left stays for the next ``flush()``)."""
         events = self.store.replay()
-        turns, self.pending_turns = self.pending_turns, []
-        for user_id, turn, speaker in turns:  # turns whose extraction met a model fault
-            events += self._extract(user_id, turn, speaker)
-        waiting, self.pending = self.pending, []
-        for i, (user_id, cands, time) in enumerate(waiting):
+        for episode in self.store.to_extract():
+            events += self._extract(episode.user_id, _turn(episode),
+                                    None if episode.speaker == episode.role else episode.speaker, episode.id)
+        for wait_id, user_id, cands, time in self.store.waiting():
             try:
-                events += self.write(user_id, cands, time)
-            except StoreUnavailable:
-                self.pending += waiting[i + 1:]
-                raise
+                done = self._write(user_id, cands, time)
+            except ModelUnavailable as e:
+                events.append(self._error(user_id, f"{type(e).__name__}: {e}; the facts wait for flush()", cands[0].source, time))
+                continue
+            self.store.written(user_id, wait_id)
+            events += done
         return events
 
     def _record(self, user_id: str, events: list[Event]) -> None:
@@ -358,3 +383,8 @@ class Memory:
         self._warmer.shutdown(wait=True, cancel_futures=True)
         self._docs.shutdown(wait=True, cancel_futures=True)
         self.store.close()
+
+
+def _turn(e: Episode) -> Turn:
+    """The session turn an episode records."""
+    return Turn(e.turn_id, e.session_id, e.user_id, e.role, e.content, e.tokens, e.time)

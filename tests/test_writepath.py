@@ -1,6 +1,7 @@
 """The write path: event log (write-ahead, replay), one fact per key under concurrency, model faults kept,
 bad input named. Real Chroma, real processes (SIGKILL), the real openai client against a fake server."""
 
+import json
 import os
 import shutil
 import signal
@@ -402,3 +403,70 @@ def test_a_postgres_log_that_cannot_be_reached_is_named(tmp_path, chroma_server)
     with pytest.raises(StoreUnavailable, match="event log"):
         FactStore.http("127.0.0.1", chroma_server.port, records=tmp_path / "r.sqlite3",
                        log=f"postgresql://postgres@/postgres?host={tmp_path}/nowhere")
+
+
+OUTAGE_WRITER = """
+import os, signal, sys
+from memkit import FactStore, LLMExtractor, Memory, OpenAIChat
+from memkit.types import EventKind
+model = OpenAIChat("m", base_url="http://127.0.0.1:9/v1", api_key="k", max_retries=0, timeout=2)  # nothing listens
+m = Memory(store=FactStore.persistent(sys.argv[1]), extractor=LLMExtractor(model))
+errors = 0
+for i in range(12):
+    [event] = m.observe("u", "s", "user", f"My favourite number is {i}.", turn_id=f"t{i}")
+    errors += event.kind == EventKind.ERROR and "ModelUnavailable" in event.reason
+print(errors, len(m.pending_turns), flush=True)
+os.kill(os.getpid(), signal.SIGKILL)  # no shutdown, no flush
+"""
+
+
+def test_turns_that_waited_for_the_model_are_extracted_by_flush_in_a_new_process(tmp_path, fake_llm, embedder):
+    path = str(tmp_path / "store")
+    r = subprocess.run([sys.executable, "-c", OUTAGE_WRITER, path], capture_output=True, text=True, timeout=300)
+    assert r.returncode == -signal.SIGKILL and r.stdout.split() == ["12", "12"], r.stderr[-2000:]
+    model = OpenAIChat("m", base_url=fake_llm.base_url, api_key="k", max_retries=0)
+    m = Memory(store=FactStore.persistent(path, embedder), extractor=LLMExtractor(model))
+    assert [t.id for _, t, _ in m.pending_turns] == [f"t{i}" for i in range(12)]  # read from the records
+    fake_llm.enqueue(*[json.dumps({"facts": [{"text": f"User's favourite number is {i}.", "key": f"user.n{i}",
+                                              "value": str(i)}]}) for i in range(12)])
+    events = m.flush()
+    assert len(fake_llm.requests) == 12 and [e.kind for e in events] == [EventKind.ADD] * 12
+    assert [e.source for e in events] == [(f"t{i}",) for i in range(12)] and not m.pending_turns
+    assert m.flush() == [] and len(fake_llm.requests) == 12  # settled: nothing extracted twice
+    assert len(m.store.get("u")) == 12
+
+
+def test_writes_that_waited_for_the_store_are_planned_by_flush_in_a_new_memory(tmp_path, embedder):
+    path = str(tmp_path / "store")
+    store = FactStore.persistent(path, embedder)
+    store.wait("u", [Candidate("User prefers metric units.", key="user.units", value="metric", source=("t1",))], 5.0)
+    store.close()
+    m = Memory(store=FactStore.persistent(path, embedder))
+    assert [(u, [c.key for c in cands], t) for u, cands, t in m.pending] == [("u", ["user.units"], 5.0)]
+    [event] = m.flush()
+    assert event.kind == EventKind.ADD and event.time == 5.0 and event.after.source == ("t1",)
+    assert m.pending == [] and m.flush() == []
+
+
+def test_records_of_an_older_memkit_migrate_once_at_open(tmp_path):
+    import sqlite3
+
+    from memkit.records import MIGRATIONS
+    from memkit.types import Episode
+
+    path = tmp_path / "old.sqlite3"
+    db = sqlite3.connect(path)  # what memkit wrote before schema versions: the episodes table, user_version 0
+    db.executescript(MIGRATIONS[0])
+    db.execute("INSERT INTO episodes (owner, user_id, session_id, turn_id, speaker, role, content, time, tokens, pos)"
+               " VALUES ('o', 'u', 's', 't0', 'user', 'user', 'An old turn.', 1.0, 3, 0)")
+    db.commit()
+    db.close()
+    records = Records(path)
+    assert records.version == len(MIGRATIONS)
+    assert [e.content for e in records.episodes("o", "u")] == ["An old turn."] and records.to_extract() == []
+    new = records.add_episode("o", Episode("", "u", "s", "t1", "user", "user", "A new turn.", 2.0, 3), extract=True)
+    assert [e.id for e in records.to_extract()] == [new.id]
+    records.close()
+    again = Records(path)  # opened again: nothing to migrate, the mark kept
+    assert again.version == len(MIGRATIONS) and [e.id for e in again.to_extract()] == [new.id]
+    again.close()
