@@ -11,8 +11,8 @@ from .facts import FactStore
 from .llm import ChatModel, OpenAIChat, parse_json
 from .memory import Memory
 from .recall import RecallOptions
-from .reconcile import (POLICIES, AppendPolicy, KeyedPolicy, LLMPolicy, Policy, SimilarityPolicy, TemporalPolicy,
-                        as_policy)
+from .reconcile import POLICIES, AppendPolicy, KeyedPolicy, LLMPolicy, Policy, SimilarityPolicy, TemporalPolicy
+from .registry import as_policy
 from .rules import RuleExtractor
 from .summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer, Summary
 from .types import Candidate, Context, Episode, Event, EventKind, Fact, Hit, Part, Recalled, Turn

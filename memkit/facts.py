@@ -36,7 +36,7 @@ from .errors import (DimensionMismatch, IsolationError, MemkitError, StoreClosed
 from .lexicon import LexicalIndex
 from .log import EventLog
 from .records import Records
-from .types import Candidate, Episode, Event, EventKind, Fact, Hit
+from .types import Candidate, Episode, Event, Fact, Hit, current, fold
 
 EMBED_BATCH = 32  # pending episodes of one user embedded together (docs/architecture.md §2)
 # Users whose index stays loaded in an embedded store (one HNSW index each); the least recently used are
@@ -301,11 +301,11 @@ class FactStore:
             res = col.get(ids=[_cid("facts", i) for i in ids] if ids is not None else None, where=where,
                           include=["documents", "metadatas"])
         facts = [self._own(user_id, _fact(i, d, m)) for i, d, m in zip(res["ids"], res["documents"], res["metadatas"])]
-        if include_superseded:
+        if include_superseded:  # the closed versions, from the log
             wanted = set(ids) if ids is not None else None
-            old = {e.after.id: e.after for e in self.history(user_id)
-                   if e.kind.value == "INVALIDATE" and e.after is not None and (wanted is None or e.after.id in wanted)}
-            facts += [f for f in old.values() if f.id not in {x.id for x in facts}]
+            have = {x.id for x in facts}
+            facts += [f for f in fold(self.history(user_id)).values() if f is not None and f.valid_to is not None
+                      and f.id not in have and (wanted is None or f.id in wanted)]
         return sorted(facts, key=lambda f: (f.created_at, f.id))
 
     def delete(self, user_id: str, ids: Sequence[str]) -> None:
@@ -546,10 +546,11 @@ class FactStore:
         return done
 
     def _effect(self, user_id: str, events: Sequence[Event]) -> None:
-        upserts = [e.after for e in events if e.kind in (EventKind.ADD, EventKind.UPDATE) and e.after]
-        # an invalidated version leaves the search collection; its closed version lives on in the log
-        deletes = [e.fact_id for e in events if e.kind in (EventKind.DELETE, EventKind.INVALIDATE) and e.fact_id]
-        self._change(user_id, upserts, deletes)
+        # what the events leave current is upserted; a deleted or closed version leaves the search collection
+        # (its closed version lives on in the log)
+        state = fold(events)
+        now_current = current(state)
+        self._change(user_id, now_current, [i for i in state if i not in {f.id for f in now_current}])
 
     def _check_events(self, user_id: str, events: Sequence[Event]) -> None:
         validate.user_id(user_id)
@@ -578,15 +579,8 @@ class FactStore:
         """The user's facts as they were at time ``t`` (seconds since the epoch, or a ``datetime``), replayed from
         the history."""
         t = validate.time_point("t", t)
-        state: dict[str, Fact] = {}
-        for e in self.history(user_id):
-            if e.time > t:
-                continue
-            if e.after is not None and e.kind.value in {"ADD", "UPDATE", "INVALIDATE"}:
-                state[e.after.id] = e.after
-            elif e.kind.value == "DELETE" and e.fact_id:
-                state.pop(e.fact_id, None)
-        return [f for f in state.values() if f.valid_to is None or f.valid_to > t]
+        state = fold(e for e in self.history(user_id) if e.time <= t)
+        return [f for f in state.values() if f is not None and (f.valid_to is None or f.valid_to > t)]
 
     def copy_user(self, user_id: str, target: "FactStore") -> int:
         """Re-embed ``user_id``'s facts and history into ``target`` (a migration path); returns facts copied."""

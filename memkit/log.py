@@ -25,7 +25,7 @@ from typing import Any, Iterator, Sequence
 
 from .errors import ConfigError, IsolationError, StoreClosed, StoreUnavailable
 from .records import Records
-from .types import Event, EventKind, Fact
+from .types import Event, EventKind, Fact, current, fold
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -132,12 +132,14 @@ class EventLog:
         """Fold the applied events into the profile: a log written before the profile existed."""
         rows = self._db.execute(self._sql("SELECT owner, body FROM events WHERE applied = 1 AND kind IN "
                                           "('ADD', 'UPDATE', 'DELETE', 'INVALIDATE') ORDER BY seq")).fetchall()
+        by_owner: dict[str, list[Event]] = {}
         for owner, body in rows:
-            e = Event.from_dict(json.loads(body))
-            if e.kind in (EventKind.ADD, EventKind.UPDATE) and e.after is not None:
-                self.put_profile(owner, [e.after])
-            elif e.fact_id:
-                self.drop_profile(owner, [e.fact_id])
+            by_owner.setdefault(owner, []).append(Event.from_dict(json.loads(body)))
+        for owner, events in by_owner.items():
+            state = fold(events)
+            now_current = current(state)
+            self.put_profile(owner, now_current)
+            self.drop_profile(owner, [i for i in state if i not in {f.id for f in now_current}])
 
     # ---- events ------------------------------------------------------------------------------
     def append(self, owner: str, events: Sequence[Event]) -> list[int]:

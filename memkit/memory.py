@@ -11,10 +11,10 @@ from dataclasses import replace
 from itertools import islice
 from typing import Any, Callable, Iterator, Sequence
 
-from . import assemble, reconcile, tokens, validate
+from . import assemble, reconcile, registry, tokens, validate
 from .config import Settings
 from .episodic import EpisodicBuffer, SessionStore
-from .errors import ExtractionError, ModelUnavailable, StoreUnavailable
+from .errors import ConfigError, ExtractionError, ModelUnavailable, StoreUnavailable
 from .extract import Extractor, LLMExtractor
 from .facts import DEFAULT_FLOOR, FactStore
 from .recall import RecallOptions, dense_rankings, recall_episodes, recall_facts
@@ -55,13 +55,16 @@ class Memory:
                  facts: bool = True, episodes: bool = True, neighbours: int = 0, episode_dates: bool = True,
                  episodes_for_facts: bool = False, window_share: float = 0.3) -> None:
         if policy == "llm":
-            policy = reconcile.LLMPolicy(model=chat_model)  # ConfigError without a model
+            policy = registry.as_policy("llm", model=chat_model)  # ConfigError without a model
         validate.positive_int("k", k)
         validate.positive_int("window_tokens", window_tokens)
         self.store = store or FactStore.ephemeral()
         self.extractor = extractor or RuleExtractor()
         self.summarizer = summarizer or ExtractiveSummarizer()
-        self.policy: reconcile.Policy = reconcile.as_policy(policy)
+        self.policy: reconcile.Policy = registry.as_policy(policy)  # a registered name, or an object
+        if not isinstance(self.policy, reconcile.Policy):
+            raise ConfigError(f"{policy!r} is not a policy: it needs name, resolves_at_read, plan() and resolve() "
+                              "(memkit.reconcile.Policy)")
         self.chat_model = chat_model
         self.sessions_store = sessions
         self.window_tokens, self.summary_tokens = window_tokens, summary_tokens
@@ -254,7 +257,7 @@ class Memory:
         k = k or self.k
         profile_tokens = self.profile_tokens if profile_tokens is None else profile_tokens
         floor = self.min_score if min_score is None else min_score
-        resolves = getattr(self.policy, "resolves_at_read", True)
+        resolves = self.policy.resolves_at_read
         # a policy that resolves at write time has one current fact per key: the first k recalled are the k shown
         found = recall_facts(self.store, user_id, query, dense, floor, self.recall_options,
                              page=None if resolves else k) if query.strip() else iter(())

@@ -6,15 +6,15 @@ Plan first, apply second, so a caller can show a plan without applying it (docs/
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, Sequence, runtime_checkable
 
 from .errors import ConfigError, ExtractionError
 from .facts import FactStore
-from .llm import ChatModel, parse_json
-from .types import Candidate, Event, EventKind, Fact, new_id, now
+from .llm import parse_json
+from .types import Candidate, Event, EventKind, Fact, Hit, new_id, now
 
-POLICIES = ("similarity", "keyed", "llm", "append", "temporal")
+POLICIES = ("similarity", "keyed", "llm", "append", "temporal")  # the built-in names; registry.names lists all
 SIMILARITY_THRESHOLD = 0.85
 DUPLICATE_THRESHOLD = 0.95
 
@@ -37,8 +37,27 @@ def _same_value(a: Fact, c: Candidate) -> bool:
     return (a.value or a.text).strip().lower() == (c.value or c.text).strip().lower()
 
 
-def _nearest(store: FactStore, user_id: str, text: str) -> tuple[Fact | None, float]:
-    hits = store.search(user_id, text, k=1, min_score=-1.0, weights=(1.0, 0.0))
+@runtime_checkable
+class FactReader(Protocol):
+    """What a policy may read of the facts it plans against: the current facts by key, and the nearest by
+    meaning. ``FactStore`` is one; a policy is given a ``FactsView`` of it, never the store itself."""
+
+    def profile(self, user_id: str, limit: int | None = None, ids: Sequence[str] | None = None,
+                keys: Sequence[str] | None = None) -> list[Fact]: ...
+
+    def search(self, user_id: str, query: str, k: int = 5, min_score: float = ..., where: Any = None,
+               weights: tuple[float, float] = ...) -> list[Hit]: ...
+
+
+class FactsView:
+    """The narrow reader a policy plans with: the store's ``profile`` and ``search``, and nothing else."""
+
+    def __init__(self, store: FactReader) -> None:
+        self.profile, self.search = store.profile, store.search
+
+
+def _nearest(facts: FactReader, user_id: str, text: str) -> tuple[Fact | None, float]:
+    hits = facts.search(user_id, text, k=1, min_score=-1.0, weights=(1.0, 0.0))
     return (hits[0].fact, hits[0].similarity) if hits else (None, -1.0)
 
 
@@ -48,87 +67,154 @@ def _changed(old: Fact, c: Candidate, t: float) -> Fact:
                       valid_from=t)
 
 
-def plan_similarity(store: FactStore, user_id: str, cands: Sequence[Candidate], t: float,
-                    threshold: float = SIMILARITY_THRESHOLD, **_: Any) -> list[Event]:
-    """The seeds' rule: nearest fact above ``threshold`` is overwritten, else the candidate is added."""
-    events = []
-    for c in cands:
-        old, sim = _nearest(store, user_id, c.text)
-        if old is not None and old.text == c.text:
-            events.append(Event(EventKind.NOOP, user_id, old.id, old, old, f"same text (sim {sim:.2f})", c.source, t))
-        elif old is not None and sim >= threshold:
-            events.append(Event(EventKind.UPDATE, user_id, old.id, old, _changed(old, c, t), f"sim {sim:.2f} >= {threshold}", c.source, t))
-        else:
-            f = to_fact(user_id, c, t)
-            events.append(Event(EventKind.ADD, user_id, f.id, None, f, f"nearest sim {sim:.2f} < {threshold}", c.source, t))
-    return events
+@runtime_checkable
+class Policy(Protocol):
+    """A conflict policy: plans events for new candidates, and says which stored facts a reader sees.
+
+    ``resolves_at_read`` is False when a plan leaves one current fact per key (a read shows what is stored),
+    True when conflicting facts stay stored and ``resolve`` picks what a reader sees."""
+
+    name: str
+    resolves_at_read: bool
+
+    def plan(self, facts: FactReader, user_id: str, cands: Sequence[Candidate], t: float) -> list[Event]: ...
+
+    def resolve(self, facts: Sequence[Fact]) -> list[Fact]: ...
 
 
-def _keyed(store: FactStore, user_id: str, cands: Sequence[Candidate], t: float, supersede: bool) -> list[Event]:
-    events: list[Event] = []
-    for c in cands:
-        old = None
-        if c.key:
-            same = store.profile(user_id, keys=[c.key])  # the current facts of that key, without a Chroma read
-            old = max(same, key=lambda f: f.valid_from) if same else None
-        if old is None:
-            near, sim = _nearest(store, user_id, c.text)
-            if near is not None and sim >= DUPLICATE_THRESHOLD and (not c.key or near.key in (None, c.key)):
-                events.append(Event(EventKind.NOOP, user_id, near.id, near, near, f"duplicate (sim {sim:.2f})", c.source, t))
-                continue
-            f = to_fact(user_id, c, t)
-            events.append(Event(EventKind.ADD, user_id, f.id, None, f, f"new key {c.key}" if c.key else "no key", c.source, t))
-        elif _same_value(old, c):
-            events.append(Event(EventKind.NOOP, user_id, old.id, old, old, f"{c.key} already {c.value}", c.source, t))
-        elif supersede:
-            new = to_fact(user_id, c, t)
-            events.append(Event(EventKind.INVALIDATE, user_id, old.id, old,
-                                old.evolve(valid_to=t, superseded_by=new.id), f"{c.key}: {old.value} -> {c.value}", c.source, t))
-            events.append(Event(EventKind.ADD, user_id, new.id, None, new, f"supersedes {old.id}", c.source, t))
-        else:
-            events.append(Event(EventKind.UPDATE, user_id, old.id, old, _changed(old, c, t),
-                                f"{c.key}: {old.value} -> {c.value}", c.source, t))
-    return events
-
-
-def plan_keyed(store: FactStore, user_id: str, cands: Sequence[Candidate], t: float, **_: Any) -> list[Event]:
+@dataclass(frozen=True)
+class KeyedPolicy:
     """Same ``key`` means same slot: a new value updates the fact in place (the old text stays in history)."""
-    return _keyed(store, user_id, cands, t, supersede=False)
+
+    name: ClassVar[str] = "keyed"
+    resolves_at_read: ClassVar[bool] = False
+    supersede: ClassVar[bool] = False  # temporal: close the old version and add a new one instead of updating
+
+    def plan(self, facts: FactReader, user_id: str, cands: Sequence[Candidate], t: float) -> list[Event]:
+        events: list[Event] = []
+        for c in cands:
+            old = None
+            if c.key:
+                same = facts.profile(user_id, keys=[c.key])  # the current facts of that key, without a Chroma read
+                old = max(same, key=lambda f: f.valid_from) if same else None
+            if old is None:
+                near, sim = _nearest(facts, user_id, c.text)
+                if near is not None and sim >= DUPLICATE_THRESHOLD and (not c.key or near.key in (None, c.key)):
+                    events.append(Event(EventKind.NOOP, user_id, near.id, near, near, f"duplicate (sim {sim:.2f})", c.source, t))
+                    continue
+                f = to_fact(user_id, c, t)
+                events.append(Event(EventKind.ADD, user_id, f.id, None, f, f"new key {c.key}" if c.key else "no key", c.source, t))
+            elif _same_value(old, c):
+                events.append(Event(EventKind.NOOP, user_id, old.id, old, old, f"{c.key} already {c.value}", c.source, t))
+            elif self.supersede:
+                new = to_fact(user_id, c, t)
+                events.append(Event(EventKind.INVALIDATE, user_id, old.id, old,
+                                    old.evolve(valid_to=t, superseded_by=new.id), f"{c.key}: {old.value} -> {c.value}", c.source, t))
+                events.append(Event(EventKind.ADD, user_id, new.id, None, new, f"supersedes {old.id}", c.source, t))
+            else:
+                events.append(Event(EventKind.UPDATE, user_id, old.id, old, _changed(old, c, t),
+                                    f"{c.key}: {old.value} -> {c.value}", c.source, t))
+        return events
+
+    def resolve(self, facts: Sequence[Fact]) -> list[Fact]:
+        return list(facts)  # conflicts were resolved when writing: what is stored is what is shown
 
 
-def plan_temporal(store: FactStore, user_id: str, cands: Sequence[Candidate], t: float, **_: Any) -> list[Event]:
-    """Same ``key``: the old fact gets ``valid_to`` and ``superseded_by`` and stays queryable "as of"; nothing is deleted."""
-    return _keyed(store, user_id, cands, t, supersede=True)
+@dataclass(frozen=True)
+class TemporalPolicy(KeyedPolicy):
+    """Same ``key``: the old fact gets ``valid_to`` and ``superseded_by`` and stays queryable "as of"; nothing
+    is deleted."""
+
+    name: ClassVar[str] = "temporal"
+    supersede: ClassVar[bool] = True
 
 
-def plan_append(store: FactStore, user_id: str, cands: Sequence[Candidate], t: float, **_: Any) -> list[Event]:
-    """Add-only: nothing is overwritten (exact repeats are NOOP); the newest fact of a key wins at read time."""
-    events = []
-    for c in cands:
-        dup = store.profile(user_id, keys=[c.key]) if c.key else []
-        dup = [f for f in dup if f.text == c.text]
-        if dup:
-            events.append(Event(EventKind.NOOP, user_id, dup[0].id, dup[0], dup[0], "same text", c.source, t))
-        else:
-            f = to_fact(user_id, c, t)
-            events.append(Event(EventKind.ADD, user_id, f.id, None, f, "append", c.source, t))
-    return events
+@dataclass(frozen=True)
+class SimilarityPolicy:
+    """The seeds' rule: the nearest fact above ``threshold`` is overwritten, else the candidate is added."""
+
+    name: ClassVar[str] = "similarity"
+    resolves_at_read: ClassVar[bool] = False
+    threshold: float = SIMILARITY_THRESHOLD
+
+    def plan(self, facts: FactReader, user_id: str, cands: Sequence[Candidate], t: float) -> list[Event]:
+        events = []
+        for c in cands:
+            old, sim = _nearest(facts, user_id, c.text)
+            if old is not None and old.text == c.text:
+                events.append(Event(EventKind.NOOP, user_id, old.id, old, old, f"same text (sim {sim:.2f})", c.source, t))
+            elif old is not None and sim >= self.threshold:
+                events.append(Event(EventKind.UPDATE, user_id, old.id, old, _changed(old, c, t),
+                                    f"sim {sim:.2f} >= {self.threshold}", c.source, t))
+            else:
+                f = to_fact(user_id, c, t)
+                events.append(Event(EventKind.ADD, user_id, f.id, None, f, f"nearest sim {sim:.2f} < {self.threshold}",
+                                    c.source, t))
+        return events
+
+    def resolve(self, facts: Sequence[Fact]) -> list[Fact]:
+        return list(facts)
 
 
-def plan_llm(store: FactStore, user_id: str, cands: Sequence[Candidate], t: float,
-             model: ChatModel | None = None, **_: Any) -> list[Event]:
-    """The model decides ADD/UPDATE/DELETE/NONE per fact, seeing existing facts under small integer ids."""
-    if model is None:
-        raise ValueError("the llm policy needs a chat model: configure MEMKIT_LLM_* or pass model=")
-    existing: dict[str, Fact] = {}
-    for c in cands:
-        for h in store.search(user_id, c.text, k=5, min_score=-1.0, weights=(1.0, 0.0)):
-            existing.setdefault(h.fact.id, h.fact)
-    ids = list(existing)
-    payload = {"existing": [{"id": i, "text": existing[fid].text} for i, fid in enumerate(ids)],
-               "new": [{"new": j, "text": c.text} for j, c in enumerate(cands)]}
-    reply = model.complete([{"role": "system", "content": RECONCILE_PROMPT},
-                            {"role": "user", "content": json.dumps(payload, ensure_ascii=False)}], json_mode=True)
+@dataclass(frozen=True)
+class AppendPolicy:
+    """Add-only: nothing is overwritten (exact repeats are NOOP); the newest fact of each key wins at read time."""
+
+    name: ClassVar[str] = "append"
+    resolves_at_read: ClassVar[bool] = True
+
+    def plan(self, facts: FactReader, user_id: str, cands: Sequence[Candidate], t: float) -> list[Event]:
+        events = []
+        for c in cands:
+            dup = [f for f in (facts.profile(user_id, keys=[c.key]) if c.key else []) if f.text == c.text]
+            if dup:
+                events.append(Event(EventKind.NOOP, user_id, dup[0].id, dup[0], dup[0], "same text", c.source, t))
+            else:
+                f = to_fact(user_id, c, t)
+                events.append(Event(EventKind.ADD, user_id, f.id, None, f, "append", c.source, t))
+        return events
+
+    def resolve(self, facts: Sequence[Fact]) -> list[Fact]:
+        best: dict[str, Fact] = {}
+        for f in facts:
+            if f.key is not None and (f.key not in best or f.valid_from > best[f.key].valid_from):
+                best[f.key] = f
+        return [f for f in facts if f.key is None or best[f.key].id == f.id]
+
+
+@dataclass(frozen=True)
+class LLMPolicy:
+    """The model decides ADD/UPDATE/DELETE/NONE per fact, seeing existing facts under small integer ids it
+    cannot invent."""
+
+    name: ClassVar[str] = "llm"
+    resolves_at_read: ClassVar[bool] = False
+    model: Any = None
+
+    def __post_init__(self) -> None:
+        if self.model is None:
+            raise ConfigError("the llm policy needs a chat model: pass chat_model= (or model=), or set "
+                              "MEMKIT_LLM_BASE_URL and MEMKIT_LLM_MODEL and use Memory.from_settings(policy='llm')")
+
+    def plan(self, facts: FactReader, user_id: str, cands: Sequence[Candidate], t: float) -> list[Event]:
+        existing: dict[str, Fact] = {}
+        for c in cands:
+            for h in facts.search(user_id, c.text, k=5, min_score=-1.0, weights=(1.0, 0.0)):
+                existing.setdefault(h.fact.id, h.fact)
+        ids = list(existing)
+        payload = {"existing": [{"id": i, "text": existing[fid].text} for i, fid in enumerate(ids)],
+                   "new": [{"new": j, "text": c.text} for j, c in enumerate(cands)]}
+        reply = self.model.complete([{"role": "system", "content": RECONCILE_PROMPT},
+                                     {"role": "user", "content": json.dumps(payload, ensure_ascii=False)}], json_mode=True)
+        return _llm_events(reply, existing, ids, cands, user_id, t)
+
+    def resolve(self, facts: Sequence[Fact]) -> list[Fact]:
+        return list(facts)
+
+
+def _llm_events(reply: str, existing: dict[str, Fact], ids: list[str], cands: Sequence[Candidate], user_id: str,
+                t: float) -> list[Event]:
+    """The events a model's reply decides, checked: every id one that was offered, every candidate answered."""
     data = parse_json(reply)
     items = data.get("memory") if isinstance(data, dict) else None
     if not isinstance(items, list):
@@ -169,109 +255,17 @@ def plan_llm(store: FactStore, user_id: str, cands: Sequence[Candidate], t: floa
     return events
 
 
-@runtime_checkable
-class Policy(Protocol):
-    """A conflict policy: plans events for new candidates, and says which stored facts a reader sees."""
-
-    name: str
-
-    def plan(self, store: FactStore, user_id: str, cands: Sequence[Candidate], t: float) -> list[Event]: ...
-
-    def resolve(self, facts: Sequence[Fact]) -> list[Fact]: ...
+# registered by name in registry.py, the one lookup of policies
+BUILT_IN = (SimilarityPolicy, KeyedPolicy, LLMPolicy, AppendPolicy, TemporalPolicy)
 
 
-@dataclass(frozen=True)
-class KeyedPolicy:
-    """Same ``key`` means same slot: a new value updates the fact in place (the old text stays in history)."""
-
-    name: ClassVar[str] = "keyed"
-    resolves_at_read: ClassVar[bool] = False
-
-    def plan(self, store: FactStore, user_id: str, cands: Sequence[Candidate], t: float) -> list[Event]:
-        return plan_keyed(store, user_id, cands, t)
-
-    def resolve(self, facts: Sequence[Fact]) -> list[Fact]:
-        return list(facts)  # conflicts were resolved when writing: what is stored is what is shown
-
-
-@dataclass(frozen=True)
-class TemporalPolicy(KeyedPolicy):
-    """Same ``key``: the old fact gets ``valid_to`` and stays queryable "as of" a time; nothing is deleted."""
-
-    name: ClassVar[str] = "temporal"
-
-    def plan(self, store: FactStore, user_id: str, cands: Sequence[Candidate], t: float) -> list[Event]:
-        return plan_temporal(store, user_id, cands, t)
-
-
-@dataclass(frozen=True)
-class SimilarityPolicy(KeyedPolicy):
-    """The seeds' rule: the nearest fact above ``threshold`` is overwritten, else the candidate is added."""
-
-    name: ClassVar[str] = "similarity"
-    threshold: float = SIMILARITY_THRESHOLD
-
-    def plan(self, store: FactStore, user_id: str, cands: Sequence[Candidate], t: float) -> list[Event]:
-        return plan_similarity(store, user_id, cands, t, threshold=self.threshold)
-
-
-@dataclass(frozen=True)
-class AppendPolicy(KeyedPolicy):
-    """Add-only: nothing is overwritten; the newest fact of each key wins at read time."""
-
-    name: ClassVar[str] = "append"
-    resolves_at_read: ClassVar[bool] = True
-
-    def plan(self, store: FactStore, user_id: str, cands: Sequence[Candidate], t: float) -> list[Event]:
-        return plan_append(store, user_id, cands, t)
-
-    def resolve(self, facts: Sequence[Fact]) -> list[Fact]:
-        best: dict[str, Fact] = {}
-        for f in facts:
-            if f.key is not None and (f.key not in best or f.valid_from > best[f.key].valid_from):
-                best[f.key] = f
-        return [f for f in facts if f.key is None or best[f.key].id == f.id]
-
-
-@dataclass(frozen=True)
-class LLMPolicy(KeyedPolicy):
-    """The model decides ADD/UPDATE/DELETE/NONE per fact, over small integer ids it cannot invent."""
-
-    name: ClassVar[str] = "llm"
-    model: Any = None
-
-    def __post_init__(self) -> None:
-        if self.model is None:
-            raise ConfigError("the llm policy needs a chat model: pass chat_model= (or model=), or set "
-                              "MEMKIT_LLM_BASE_URL and MEMKIT_LLM_MODEL and use Memory.from_settings(policy='llm')")
-
-    def plan(self, store: FactStore, user_id: str, cands: Sequence[Candidate], t: float) -> list[Event]:
-        return plan_llm(store, user_id, cands, t, model=self.model)
-
-
-POLICY_TYPES: dict[str, type] = {p.name: p for p in (SimilarityPolicy, KeyedPolicy, LLMPolicy, AppendPolicy, TemporalPolicy)}
-
-
-def as_policy(policy: "str | Policy", **options: Any) -> Policy:
-    """A policy object from a name and typed options (a misspelt name or option is a ``ConfigError``)."""
-    if not isinstance(policy, str):
-        if options:
-            raise ConfigError("options go with a policy name, not with a policy object")
-        return policy
-    kind = POLICY_TYPES.get(policy)
-    if kind is None:
-        raise ConfigError(f"unknown policy {policy!r}; choose one of {POLICIES}")
-    known = {f.name for f in fields(kind)}
-    wrong = set(options) - known
-    if wrong:
-        raise ConfigError(f"policy {policy!r} takes {sorted(known) or 'no options'}, not {sorted(wrong)}")
-    return kind(**options)
-
-
-def plan(policy: "str | Policy", store: FactStore, user_id: str, cands: Sequence[Candidate], t: float | None = None,
+def plan(policy: "str | Policy", store: FactReader, user_id: str, cands: Sequence[Candidate], t: float | None = None,
          **options: Any) -> list[Event]:
-    """Events that ``policy`` would apply for ``cands``; nothing is written."""
-    return as_policy(policy, **options).plan(store, user_id, list(cands), now() if t is None else t)
+    """Events that ``policy`` (an object, or a registered name with its options) would apply for ``cands``;
+    nothing is written. The policy reads the facts through a ``FactsView``."""
+    from .registry import as_policy
+
+    return as_policy(policy, **options).plan(FactsView(store), user_id, list(cands), now() if t is None else t)
 
 
 def apply(store: FactStore, user_id: str, events: Sequence[Event]) -> None:

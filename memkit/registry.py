@@ -1,8 +1,9 @@
-"""Components by name: one place that turns ``("policy", "similarity", threshold=0.9)`` into an object.
+"""Components by name: the one lookup that turns ``("policy", "similarity", threshold=0.9)`` into an object.
 
-Built-in components register here the same way as a user's own (``register``), so "by name" and "by
-object" are one path; an unknown name lists the known ones, a misspelt option is a ``ConfigError``.
-Embedders are not built per component: every store without one shares ``embed.shared_embedder()``.
+Built-in components register here the same way as a user's own (``register``), so "by name" and "by object"
+are one path: ``Memory(policy=name)``, the strategy ``two-layer:<name>``, the bench runner and the CLI all
+look names up here. An unknown name lists the known ones; a misspelt option is a ``ConfigError``. Embedders
+are not built per component: every store without one shares ``embed.shared_embedder()``.
 """
 
 from __future__ import annotations
@@ -12,24 +13,31 @@ from typing import Any, Callable
 
 from .errors import ConfigError
 from .extract import LLMExtractor
-from .reconcile import POLICY_TYPES, as_policy
+from .reconcile import BUILT_IN, Policy
 from .rules import RuleExtractor
 from .summarize import ExtractiveSummarizer, LLMSummarizer
 
 KINDS = ("policy", "extractor", "summarizer", "strategy")
+TWO_LAYER = "two-layer:"  # a strategy name of this prefix is two-layer memory under the policy it names
 _REGISTRY: dict[str, dict[str, Callable[..., Any]]] = {kind: {} for kind in KINDS}
 
 
 def register(kind: str, name: str, factory: Callable[..., Any]) -> None:
-    """Make ``factory`` buildable as ``build(kind, name, **options)``."""
+    """Make ``factory`` buildable as ``build(kind, name, **options)``; a policy registered so is also
+    ``Memory(policy=name)`` and the strategy ``two-layer:<name>``."""
     if kind not in _REGISTRY:
         raise ConfigError(f"unknown component kind {kind!r}; choose one of {KINDS}")
     _REGISTRY[kind][name] = factory
 
 
 def names(kind: str) -> list[str]:
-    """The registered names of one kind."""
-    return sorted(_REGISTRY[kind])
+    """The registered names of one kind (strategies: one ``two-layer:<policy>`` per registered policy too)."""
+    if kind not in _REGISTRY:
+        raise ConfigError(f"unknown component kind {kind!r}; choose one of {KINDS}")
+    found = list(_REGISTRY[kind])
+    if kind == "strategy":
+        found += [TWO_LAYER + p for p in _REGISTRY["policy"]]
+    return found
 
 
 def build(kind: str, name: str, **options: Any) -> Any:
@@ -37,6 +45,8 @@ def build(kind: str, name: str, **options: Any) -> Any:
     if kind not in _REGISTRY:
         raise ConfigError(f"unknown component kind {kind!r}; choose one of {KINDS}")
     factory = _REGISTRY[kind].get(name)
+    if factory is None and kind == "strategy" and name.startswith(TWO_LAYER) and name[len(TWO_LAYER):] in _REGISTRY["policy"]:
+        factory = _two_layer(name[len(TWO_LAYER):])
     if factory is None:
         raise ConfigError(f"unknown {kind} {name!r}; choose one of {names(kind)}")
     params = inspect.signature(factory).parameters
@@ -45,6 +55,15 @@ def build(kind: str, name: str, **options: Any) -> Any:
         if wrong:
             raise ConfigError(f"{kind} {name!r} takes {sorted(params) or 'no options'}, not {sorted(wrong)}")
     return factory(**options)
+
+
+def as_policy(policy: "str | Policy", **options: Any) -> Policy:
+    """A policy object: one given as is, or one built by its registered name with typed options."""
+    if not isinstance(policy, str):
+        if options:
+            raise ConfigError("options go with a policy name, not with a policy object")
+        return policy
+    return build("policy", policy, **options)
 
 
 def _strategy(name: str) -> Callable[..., Any]:
@@ -56,15 +75,21 @@ def _strategy(name: str) -> Callable[..., Any]:
     return factory
 
 
-def _policy(name: str) -> Callable[..., Any]:
-    return lambda **options: as_policy(name, **options)  # one path: as_policy checks the options
+def _two_layer(policy: str) -> Callable[..., Any]:
+    def factory(user_id: str, budget: int = 1200, store: Any = None, k: int = 5, **memory_options: Any) -> Any:
+        from .facts import FactStore
+        from .strategies import TwoLayer
+
+        return TwoLayer(user_id, store or FactStore.ephemeral(), policy, k, **memory_options)
+
+    return factory
 
 
-for _name in POLICY_TYPES:
-    register("policy", _name, _policy(_name))
+for _policy in BUILT_IN:
+    register("policy", _policy.name, _policy)
 register("extractor", "rules", RuleExtractor)
 register("extractor", "llm", LLMExtractor)
 register("summarizer", "extractive", ExtractiveSummarizer)
 register("summarizer", "llm", LLMSummarizer)
-for _name in ("full", "window", "summary", "rag:bm25", "rag:dense", "rag:hybrid") + tuple(f"two-layer:{p}" for p in POLICY_TYPES):
+for _name in ("full", "window", "summary", "rag:bm25", "rag:dense", "rag:hybrid"):
     register("strategy", _name, _strategy(_name))

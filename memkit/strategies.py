@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from . import tokens
+from .errors import ConfigError
 from .episodic import EpisodicBuffer
 from .facts import FactStore
 from .memory import Memory
@@ -18,6 +19,7 @@ from .reconcile import POLICIES
 from .types import Candidate, Context, Event, Part, Turn
 
 RAG = {"rag:bm25": ("lexical",), "rag:dense": ("dense",), "rag:hybrid": ("lexical", "dense")}
+# the built-in strategies; ``registry.names("strategy")`` adds ``two-layer:<name>`` for every registered policy
 STRATEGIES = ("full", "window", "summary") + tuple(f"two-layer:{p}" for p in POLICIES) + tuple(RAG)
 
 
@@ -148,17 +150,19 @@ def budget_free(name: str) -> bool:
 
 def make(name: str, user_id: str, budget: int, store: FactStore | None = None, k: int = 5,
          **memory_options: object) -> Strategy:
-    """A fresh strategy ``name`` for one conversation."""
-    if name == "full":
-        return FullHistory(user_id)
-    if name == "window":
-        return SlidingWindow(user_id)
-    if name == "summary":
-        return SummaryCompression(user_id, budget)
-    if name.startswith("two-layer"):
-        policy = name.split(":", 1)[1] if ":" in name else "keyed"
-        return TwoLayer(user_id, store or FactStore.ephemeral(), policy, k, **memory_options)
-    if name in RAG:
-        rag_options = {k_: v for k_, v in memory_options.items() if k_ in ("neighbours", "window_share", "recall")}
-        return RawTurnRetrieval(name, user_id, store or FactStore.ephemeral(), **rag_options)
-    raise ValueError(f"unknown strategy {name!r}; choose from {STRATEGIES}")
+    """A fresh strategy ``name`` for one conversation (``two-layer:<policy>`` for any registered policy)."""
+    from . import registry
+
+    if name.startswith(registry.TWO_LAYER):
+        return registry.build("strategy", name, user_id=user_id, budget=budget, store=store, k=k, **memory_options)
+    builders = {
+        "full": lambda: FullHistory(user_id),
+        "window": lambda: SlidingWindow(user_id),
+        "summary": lambda: SummaryCompression(user_id, budget),
+        **{rag: (lambda rag=rag: RawTurnRetrieval(rag, user_id, store or FactStore.ephemeral(), **{
+            k_: v for k_, v in memory_options.items() if k_ in ("neighbours", "window_share", "recall")}))
+           for rag in RAG},
+    }
+    if name not in builders:
+        raise ConfigError(f"unknown strategy {name!r}; choose from {registry.names('strategy')}")
+    return builders[name]()

@@ -6,7 +6,7 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
-from typing import Any
+from typing import Any, Iterable
 
 
 def now() -> float:
@@ -212,3 +212,21 @@ class Context:
         default = {"summary": "summary", "turns": "window", "documents": "retriever"}
         return [{"part": p.name, "tokens": p.tokens, "items": len(p.items),
                  "why": [it.get("why", default.get(p.name, "")) for it in p.items]} for p in self.parts]
+
+
+def fold(events: "Iterable[Event]", state: "dict[str, Fact | None] | None" = None) -> "dict[str, Fact | None]":
+    """The one rule that turns events into fact state: each fact id maps to its last version (ADD, UPDATE:
+    current; INVALIDATE: its closed version, ``valid_to`` set) or to None (DELETE). NOOP and ERROR change
+    nothing. Pure: ``state`` (a fold so far) is copied, never changed."""
+    out = dict(state or {})
+    for e in events:
+        if e.kind in (EventKind.ADD, EventKind.UPDATE, EventKind.INVALIDATE) and e.after is not None:
+            out[e.after.id] = e.after
+        elif e.kind == EventKind.DELETE and e.fact_id:
+            out[e.fact_id] = None
+    return out
+
+
+def current(state: "dict[str, Fact | None]") -> "list[Fact]":
+    """The facts of a fold that hold now (not deleted, not closed)."""
+    return [f for f in state.values() if f is not None and f.valid_to is None]

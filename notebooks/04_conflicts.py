@@ -71,11 +71,10 @@ model = Settings.from_env().chat_model() if LLM else None
 options = {"similarity": {"threshold": threshold}, "llm": {"model": model}}  # typed: a misspelt option fails
 stores, events = {}, {}
 for p in policies:
-    planner = reconcile.as_policy(p, **options.get(p, {}))
     s = FactStore.ephemeral()
     events[p] = []
     for i, text in enumerate(turns):
-        planned = planner.plan(s, "u", rules.extract(text, (f"t{i + 1}",)), 1000.0 + i)
+        planned = reconcile.plan(p, s, "u", rules.extract(text, (f"t{i + 1}",)), 1000.0 + i, **options.get(p, {}))
         reconcile.apply(s, "u", planned)
         events[p] += planned
     stores[p] = s

@@ -81,3 +81,21 @@ def test_plan_writes_nothing(s):
 def test_unknown_policy(s):
     with pytest.raises(ValueError, match="choose one of"):
         reconcile.plan("magic", s, "u", [])
+
+
+def test_fold_is_the_one_rule_from_events_to_fact_state():
+    from memkit.types import Event, EventKind, Fact, current, fold
+
+    a = Fact(id="a", user_id="u", text="User lives in Rome.", key="user.location")
+    a2 = a.evolve(text="User lives in Oslo.", valid_from=2.0)
+    b = Fact(id="b", user_id="u", text="User prefers metric units.", key="user.units")
+    b_closed = b.evolve(valid_to=3.0, superseded_by="c")
+    c = Fact(id="c", user_id="u", text="User prefers imperial units.", key="user.units")
+    events = [Event(EventKind.ADD, "u", "a", None, a), Event(EventKind.ADD, "u", "b", None, b),
+              Event(EventKind.UPDATE, "u", "a", a, a2), Event(EventKind.NOOP, "u", "a", a2, a2),
+              Event(EventKind.INVALIDATE, "u", "b", b, b_closed), Event(EventKind.ADD, "u", "c", None, c)]
+    state = fold(events)
+    assert state == {"a": a2, "b": b_closed, "c": c} and [f.id for f in current(state)] == ["a", "c"]
+    after = fold([Event(EventKind.DELETE, "u", "a", a2, None)], state)
+    assert after["a"] is None and state["a"] == a2  # pure: the fold it started from is unchanged
+    assert [f.id for f in current(after)] == ["c"]

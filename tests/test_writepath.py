@@ -279,6 +279,10 @@ def test_registry_builds_components_by_name_and_names_the_known_ones(embedder):
         registry.build("policy", "similarity", treshold=0.9)
     s = registry.build("strategy", "rag:bm25", user_id="u", store=FactStore.ephemeral(embedder))
     assert s.name == "rag:bm25" and not s.keeps_facts
+    with pytest.raises(ConfigError, match="takes no options"):  # no option is swallowed
+        registry.build("policy", "keyed", threshold=0.9)
+    with pytest.raises(ConfigError, match="not a policy"):
+        Memory(store=FactStore.ephemeral(embedder), policy=RuleExtractor())
     assert FactStore.ephemeral().embedder is FactStore.ephemeral().embedder  # one MiniLM per process
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..facts import MAX_USERS
-from ..strategies import STRATEGIES
+from .. import registry
 from ..validate import out_dir
 from .data import FORMATS
 from .runner import DEFAULT_STRATEGIES
@@ -157,8 +157,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--data", required=True, help="memkit JSONL, locomo10.json or longmemeval_*.json")
     b.add_argument("--format", choices=FORMATS, default=None,
                    help="default: guessed from the file name (locomo*, longmemeval*, else memkit)")
-    b.add_argument("--strategy", action="append", choices=STRATEGIES, metavar="STRATEGY",
-                   help=f"one of {', '.join(STRATEGIES)}; repeat for several "
+    strategies = registry.names("strategy")
+    b.add_argument("--strategy", action="append", choices=strategies, metavar="STRATEGY",
+                   help=f"one of {', '.join(strategies)}; repeat for several "
                         f"(default: {' '.join(DEFAULT_STRATEGIES)})")
     b.add_argument("--budget", default="1200",
                    help="context budget in tokens, or several separated by commas (recall against budget)")

@@ -11,7 +11,9 @@ import numpy as np
 import pandas as pd
 
 from ..facts import FactStore
-from ..strategies import STRATEGIES, budget_free, make
+from .. import registry
+from ..errors import ConfigError
+from ..strategies import budget_free, make
 from .data import Conversation, timestamp
 from .judge import judge
 from .metrics import (OPS, answer_in_context, duplicate_rate, evidence_recall, percentile, stale, turn_op)
@@ -91,8 +93,8 @@ def run(conversations: Sequence[Conversation], strategies: Iterable[str] = DEFAU
     strategies = list(strategies)
     budgets = [budget] if isinstance(budget, int) else list(budget)
     for name in strategies:
-        if name not in STRATEGIES:
-            raise ValueError(f"unknown strategy {name!r}; choose from {STRATEGIES}")
+        if name not in registry.names("strategy"):
+            raise ConfigError(f"unknown strategy {name!r}; choose from {registry.names('strategy')}")
     store = store or FactStore.ephemeral()
     jobs = []
     for name in strategies:
