@@ -1,4 +1,5 @@
-"""The semantic layer's store: the only module that imports chromadb, and where user isolation is enforced.
+"""The semantic layer's store: every Chroma call of memkit (embed.py imports chromadb only to register its
+embedding functions), and where user isolation is enforced.
 
 Layout: one collection per user, named by a hash of the ``user_id`` (Chroma names allow only
 ``[a-zA-Z0-9._-]``), holding the user's *current* facts and their episodes (ids ``f:<fact id>`` and
