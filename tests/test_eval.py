@@ -9,11 +9,13 @@ import pytest
 
 from memkit import DatasetError, FactStore
 from memkit.eval import load, run
+from memkit.eval.data import timestamp
 from memkit.eval.metrics import answer_in_context, duplicate_rate, evidence_recall, normalise, stale
 from memkit.types import Context, Fact, Part
 
 DATA = Path(__file__).parent / "data"
-SUITE = Path(__file__).parents[1] / "data" / "suite.jsonl"
+ROOT = Path(__file__).parents[1]
+SUITE = ROOT / "data" / "suite.jsonl"
 
 
 def test_locomo_loader():
@@ -50,7 +52,8 @@ def test_builtin_suite_shape():
                 assert c.turn(e) is not None, (c.id, p.id, e)
 
 
-@pytest.mark.parametrize("suite,committed", [("first", "suite.jsonl"), ("chats", "chats.jsonl")])
+@pytest.mark.parametrize("suite,committed", [("first", "suite.jsonl"), ("chats", "chats.jsonl"),
+                                             ("assistant", "assistant.jsonl")])
 def test_the_committed_suites_are_what_the_installed_generators_write(tmp_path, suite, committed):
     out = tmp_path / "s.jsonl"
     subprocess.run([sys.executable, "-m", "memkit", "generate", "--suite", suite, "--out", str(out)], check=True,
@@ -185,3 +188,43 @@ def test_judge_flag_needs_an_endpoint(tmp_path):
     r = subprocess.run([sys.executable, "-m", "memkit.cli", "bench", "--data", str(SUITE), "--limit", "1", "--judge",
                         "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "MEMKIT_LLM_MODEL" in r.stderr
+
+
+def test_longmemeval_sessions_replay_in_date_order_and_the_probe_keeps_its_question_date(tmp_path):
+    from datetime import datetime
+
+    item = json.loads((DATA / "longmemeval_sample.json").read_text())[0]
+    item = {**item, "haystack_session_ids": item["haystack_session_ids"][::-1],
+            "haystack_dates": item["haystack_dates"][::-1], "haystack_sessions": item["haystack_sessions"][::-1]}
+    path = tmp_path / "longmemeval_shuffled.json"
+    path.write_text(json.dumps([item]))
+    [conv] = load(path)
+    times = [datetime.strptime(s.time, "%Y/%m/%d (%a) %H:%M") for s in conv.sessions]
+    assert times == sorted(times) and [s.id for s in conv.sessions] == sorted(item["haystack_session_ids"])
+    assert conv.probes[0].time == datetime(2023, 5, 30, 10, 0).timestamp()
+
+
+def test_assistant_suite_is_user_assistant_shaped_with_question_times():
+    from memkit import tokens
+    from memkit.eval import builtin_suite
+
+    convs = builtin_suite("assistant", seed=3, conversations=3)
+    assert builtin_suite("assistant", seed=3, conversations=3) == convs  # deterministic for a seed
+    answers = [tokens.count(t.content) for c in convs for s in c.sessions for t in s.turns if t.role == "assistant"]
+    assert 300 <= min(answers) and max(answers) <= 800
+    types = {p.type for c in convs for p in c.probes}
+    assert {"single-session-user", "single-session-assistant", "single-session-preference", "knowledge-update",
+            "temporal-reasoning"} <= types
+    for c in convs:
+        last = max(timestamp(s.time) for s in c.sessions)
+        for p in c.probes:
+            assert p.time is not None and p.time > last and p.evidence
+            for e in p.evidence:
+                turn = c.turn(e)
+                assert turn is not None
+                if p.type == "single-session-assistant":  # the answer is said by the assistant, in a long turn
+                    assert turn.role == "assistant" and p.answer in turn.content
+                if p.type in ("single-session-user", "knowledge-update"):
+                    assert turn.role == "user" and p.answer in turn.content
+    committed = load(ROOT / "data" / "assistant.jsonl")
+    assert [c.id for c in committed] == [c.id for c in builtin_suite("assistant")]  # the file is seed 0

@@ -11,7 +11,7 @@ import pandas as pd
 from ..facts import MAX_USERS
 from .. import registry
 from ..validate import out_dir
-from .data import FORMATS
+from .data import FORMATS, SUITES
 from .runner import DEFAULT_STRATEGIES
 from .scale import DEFAULT_SIZES
 
@@ -143,10 +143,11 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     g = sub.add_parser("generate", help="write a benchmark suite (memkit JSONL) from a seed")
-    g.add_argument("--suite", choices=["first", "chats"], default="chats",
+    g.add_argument("--suite", choices=list(SUITES), default="chats",
                    help="first: persona facts among small talk (data/suite.jsonl is seed 7, 60 conversations); "
-                        "chats: two named friends (data/chats.jsonl is seed 0, 10 conversations) "
-                        "(default: %(default)s)")
+                        "chats: two named friends (data/chats.jsonl is seed 0, 10 conversations); "
+                        "assistant: a user and an assistant's long answers, with question times "
+                        "(data/assistant.jsonl is seed 0, 10 conversations) (default: %(default)s)")
     g.add_argument("--seed", type=int, default=None, help="default: the committed file's seed; tune on others")
     g.add_argument("--conversations", type=int, default=None,
                    help="how many conversations (default: as many as the committed file has)")

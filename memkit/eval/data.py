@@ -39,6 +39,7 @@ class Probe:
     evidence: tuple[str, ...]
     type: str
     old_answer: str | None = None
+    time: float | None = None  # when the question is asked (seconds since the epoch), if the data says
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,8 @@ def conversation(d: dict[str, Any]) -> Conversation:
     sessions = tuple(DSession(s["id"], s.get("time"), tuple(
         DTurn(t["id"], t["role"], t["content"], t.get("speaker")) for t in s["turns"])) for s in d["sessions"])
     probes = tuple(Probe(p["id"], p["after_session"], p["question"], str(p["answer"]),
-                         tuple(p.get("evidence", ())), p.get("type", "unknown"), p.get("old_answer"))
+                         tuple(p.get("evidence", ())), p.get("type", "unknown"), p.get("old_answer"),
+                         timestamp(p.get("time")))
                    for p in d.get("probes", ()))
     return Conversation(d["id"], d["user_id"], sessions, tuple(d.get("ops", ())), probes)
 
@@ -89,12 +91,14 @@ def load_memkit(path: str | Path) -> list[Conversation]:
     return out
 
 
-SUITES = ("first", "chats")
+SUITES = ("first", "chats", "assistant")
 
 
 def generate(suite: str = "first", seed: int | None = None, conversations: int | None = None) -> list[dict[str, Any]]:
     """A built-in suite as memkit JSONL records: ``first`` (persona facts among small talk; seed 7 and 60
-    conversations are data/suite.jsonl) or ``chats`` (two named friends; seed 0 and 10 are data/chats.jsonl)."""
+    conversations are data/suite.jsonl), ``chats`` (two named friends; seed 0 and 10 are data/chats.jsonl) or
+    ``assistant`` (a user and an assistant's long answers; seed 0 and 10 are data/assistant.jsonl)."""
+    from .assistant import generate_assistant
     from .chats import generate_chats
     from .persona import generate_first
 
@@ -102,6 +106,8 @@ def generate(suite: str = "first", seed: int | None = None, conversations: int |
         return generate_first(7 if seed is None else seed, 60 if conversations is None else conversations)
     if suite == "chats":
         return generate_chats(0 if seed is None else seed, 10 if conversations is None else conversations)
+    if suite == "assistant":
+        return generate_assistant(0 if seed is None else seed, 10 if conversations is None else conversations)
     raise DatasetError(f"unknown suite {suite!r}; choose from {SUITES}")
 
 
@@ -170,7 +176,10 @@ def load_longmemeval(path: str | Path) -> list[Conversation]:
         sessions, evidence = [], []
         ids = item.get("haystack_session_ids") or [f"s{i}" for i in range(len(item["haystack_sessions"]))]
         dates = item.get("haystack_dates") or [None] * len(ids)
-        for sid, date, turns in zip(ids, dates, item["haystack_sessions"]):
+        # the haystack is not always in date order: sessions are replayed by their dates (undated ones last)
+        haystack = sorted(zip(ids, dates, item["haystack_sessions"]),
+                          key=lambda x: (timestamp(x[1]) is None, timestamp(x[1]) or 0.0))
+        for sid, date, turns in haystack:
             dturns = []
             for j, t in enumerate(turns):
                 tid = f"{sid}:{j}"
@@ -180,7 +189,7 @@ def load_longmemeval(path: str | Path) -> list[Conversation]:
             sessions.append(DSession(str(sid), date, tuple(dturns)))
         qtype = "abstention" if qid.endswith("_abs") else item.get("question_type", "unknown")
         probe = Probe(qid, sessions[-1].id if sessions else "", item["question"], str(item["answer"]),
-                      tuple(evidence), qtype)
+                      tuple(evidence), qtype, time=timestamp(item.get("question_date")))
         out.append(Conversation(qid, qid, tuple(sessions), (), (probe,),
                                 {"answer_session_ids": item.get("answer_session_ids", [])}))
     return out
