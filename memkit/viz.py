@@ -132,8 +132,9 @@ def strategy_comparison(summary: pd.DataFrame) -> go.Figure:
     s = summary[summary["type"] == "all"]
     if "budget" in s and s["budget"].nunique() > 1:
         return recall_vs_budget(summary)
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("evidence recall", "context tokens per probe"))
-    fig.add_trace(go.Bar(x=s["strategy"], y=s["evidence_recall"].round(3), marker_color="#4C78A8", showlegend=False), 1, 1)
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("evidence recall (95% interval)", "context tokens per probe"))
+    fig.add_trace(go.Bar(x=s["strategy"], y=s["evidence_recall"].round(3), marker_color="#4C78A8", showlegend=False,
+                         error_y=_interval(s, "evidence_recall")), 1, 1)
     fig.add_trace(go.Bar(x=s["strategy"], y=s["context_tokens"].round(1), marker_color="#F58518", showlegend=False), 1, 2)
     fig.update_yaxes(range=[0, 1], row=1, col=1)
     fig.update_layout(height=380, title="Strategies compared", margin={"t": 60})
@@ -143,18 +144,26 @@ def strategy_comparison(summary: pd.DataFrame) -> go.Figure:
 def recall_vs_budget(summary: pd.DataFrame) -> go.Figure:
     """Evidence recall (left) and tokens used (right) against the context budget, one line per strategy."""
     s = summary[summary["type"] == "all"]
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("evidence recall", "context tokens per probe"))
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("evidence recall (95% interval)", "context tokens per probe"))
     for i, (name, g) in enumerate(s.groupby("strategy", sort=False)):
         g = g.sort_values("budget")
         color = COLORS[i % len(COLORS)]
         fig.add_trace(go.Scatter(x=g["budget"], y=g["evidence_recall"].round(3), name=name, line_color=color,
-                                 mode="lines+markers"), 1, 1)
+                                 mode="lines+markers", error_y=_interval(g, "evidence_recall")), 1, 1)
         fig.add_trace(go.Scatter(x=g["budget"], y=g["context_tokens"].round(1), name=name, line_color=color,
                                  mode="lines+markers", showlegend=False), 1, 2)
     fig.update_yaxes(range=[0, 1], row=1, col=1)
     fig.update_xaxes(title="budget (tokens)")
     fig.update_layout(height=420, title="Recall against budget", margin={"t": 60})
     return fig
+
+
+def _interval(rows: pd.DataFrame, metric: str) -> dict | None:
+    """Plotly error bars from a summary's ``<metric>_ci_low`` / ``_ci_high`` columns (None without them)."""
+    if f"{metric}_ci_low" not in rows:
+        return None
+    return {"type": "data", "symmetric": False, "array": (rows[f"{metric}_ci_high"] - rows[metric]).round(3).tolist(),
+            "arrayminus": (rows[metric] - rows[f"{metric}_ci_low"]).round(3).tolist(), "thickness": 1}
 
 
 COLORS = ["#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#FF9DA6", "#9D755D", "#BAB0AC"]

@@ -228,3 +228,30 @@ def test_assistant_suite_is_user_assistant_shaped_with_question_times():
                     assert turn.role == "user" and p.answer in turn.content
     committed = load(ROOT / "data" / "assistant.jsonl")
     assert [c.id for c in committed] == [c.id for c in builtin_suite("assistant")]  # the file is seed 0
+
+
+def test_summary_has_intervals_and_compare_pairs_strategies_on_the_same_conversations():
+    from memkit.eval import builtin_suite
+    from memkit.eval.stats import compare
+
+    convs = builtin_suite("first", conversations=6)
+    results, summary, _ = run(convs, ["window", "two-layer:keyed", "summary"], budget=[300, 900],
+                              per_turn_tokens=False)
+    for metric in ("evidence_recall", "answer_in_context"):
+        valued = summary[summary[metric].notna()]  # abstention probes have no evidence: no value, no interval
+        low, high = valued[f"{metric}_ci_low"], valued[f"{metric}_ci_high"]
+        assert len(valued) > 20 and low.notna().all() and high.notna().all()
+        assert ((low <= valued[metric] + 1e-9) & (valued[metric] <= high + 1e-9)).all()
+        assert summary.loc[summary[metric].isna(), f"{metric}_ci_low"].isna().all()
+    again = run(convs, ["window", "two-layer:keyed", "summary"], budget=[300, 900], per_turn_tokens=False)[1]
+    assert again["evidence_recall_ci_low"].equals(summary["evidence_recall_ci_low"])  # a fixed seed
+    pairs = compare(results, ["window", "two-layer:keyed", "summary"])
+    assert len(pairs[(pairs["type"] == "all") & (pairs["metric"] == "evidence_recall")]) == 3 * 2  # 3 pairs x 2 budgets
+    row = pairs[(pairs["budget"] == 300) & (pairs["type"] == "all") & (pairs["metric"] == "evidence_recall")
+                & (pairs["strategy_a"] == "window") & (pairs["strategy_b"] == "two-layer:keyed")].iloc[0]
+    means = summary[(summary["type"] == "all") & (summary["budget"] == 300)].set_index("strategy")["evidence_recall"]
+    assert math.isclose(row["difference"], means["window"] - means["two-layer:keyed"])
+    assert row["ci_high"] < 0 and row["p_value"] < 0.05 and row["verdict"] == "two-layer:keyed higher"
+    assert row["units"] == 6  # resampled by conversation
+    same = compare(pd.concat([results, results.assign(strategy="copy")]), ["window", "copy"])
+    assert (same["verdict"] == "indistinguishable").all() and (same["difference"] == 0).all()

@@ -59,6 +59,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
     results.to_csv(out / "results.csv", index=False)
     summary.to_csv(out / "summary.csv", index=False)
     confusion.to_csv(out / "confusion.csv", index=False)
+    written = "results.csv, summary.csv, confusion.csv, plot.html"
+    if len(strategies) > 1:
+        from .stats import compare
+
+        pairs = compare(results, strategies)
+        pairs.to_csv(out / "compare.csv", index=False)
+        written += ", compare.csv"
     strategy_comparison(summary).write_html(out / "plot.html", include_plotlyjs=True)
     (out / "run.json").write_text(json.dumps({"data": str(args.data), "format": fmt, "conversations": len(convs),
                                               "strategies": strategies, "budget": budgets if len(budgets) > 1 else budgets[0], "k": args.k,
@@ -67,7 +74,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(summary[summary["type"] == "all"][[c for c in SHOWN if c in summary]].round(3).to_string(index=False))
         print()
         print(recall_by_type(summary).to_string())
-    print(f"\nwrote {out}/results.csv, summary.csv, confusion.csv, plot.html")
+    if len(strategies) > 1:
+        shown = pairs[(pairs["type"] == "all") & (pairs["metric"] == "evidence_recall")]
+        print("\npaired differences in evidence recall (a - b, 95% interval over conversations):")
+        print(shown[["budget", "strategy_a", "strategy_b", "difference", "ci_low", "ci_high", "p_value", "verdict"]]
+              .round(3).to_string(index=False))
+    print(f"\nwrote {out}/{written}")
     return 0
 
 

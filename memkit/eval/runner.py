@@ -10,13 +10,14 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from ..facts import FactStore
 from .. import registry
 from ..errors import ConfigError
+from ..facts import FactStore
 from ..strategies import budget_free, make
 from .data import Conversation, timestamp
 from .judge import judge
 from .metrics import (OPS, answer_in_context, duplicate_rate, evidence_recall, percentile, stale, turn_op)
+from .stats import with_intervals
 
 DEFAULT_STRATEGIES = ("full", "window", "summary", "two-layer:keyed", "two-layer:similarity")
 
@@ -129,7 +130,7 @@ def _scoped(conv: Conversation, strategy: str) -> Conversation:
 
 def summarise(results: pd.DataFrame, stats: list[dict[str, Any]], strategies: Sequence[str]) -> pd.DataFrame:
     """One row per strategy, budget and probe type, plus an ``all`` row per strategy and budget with the
-    run-level columns."""
+    run-level columns; evidence recall and answer-in-context carry bootstrap 95% intervals (``stats.py``)."""
     metrics = {"evidence_recall": "mean", "answer_in_context": "mean", "context_tokens": "mean", "stale": "mean",
                "probe": "count"}
     if "judged_correct" in results:
@@ -163,7 +164,8 @@ def summarise(results: pd.DataFrame, stats: list[dict[str, Any]], strategies: Se
     order = {n: i for i, n in enumerate(strategies)}
     out["_o"] = out["strategy"].map(order)
     out["_t"] = out["type"].map(lambda t: "" if t == "all" else t)
-    return out.sort_values(["_o", "budget", "_t"]).drop(columns=["_o", "_t"]).reset_index(drop=True)
+    out = out.sort_values(["_o", "budget", "_t"]).drop(columns=["_o", "_t"]).reset_index(drop=True)
+    return with_intervals(out, results)
 
 
 def _mean(values: Sequence[float]) -> float:

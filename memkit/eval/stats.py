@@ -1,0 +1,107 @@
+"""Uncertainty for benchmark tables: bootstrap intervals and paired comparisons, resampling conversations.
+
+Probes of one conversation are not independent (they share a memory), so the unit resampled is the
+conversation: a statistic is the mean over the probes of the resampled conversations. A run with one
+conversation resamples its probes instead. The seed is fixed, so the same results give the same numbers.
+A paired comparison resamples the same conversations for both strategies (its interval), and its p-value
+comes from a paired sign-flip permutation test over conversations (two-sided).
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+METRICS = ("evidence_recall", "answer_in_context")
+RESAMPLES = 2000
+SEED = 0
+
+
+def _clusters(rows: pd.DataFrame, metric: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per resampling unit (a conversation, or a probe when there is one conversation): the metric's sum and
+    the number of probes with a value."""
+    values = rows[["conversation", "probe", metric]].dropna(subset=[metric])
+    unit = "conversation" if rows["conversation"].nunique() > 1 else "probe"
+    grouped = values.groupby(unit, sort=True)[metric].agg(["sum", "count"])
+    return grouped["sum"].to_numpy(float), grouped["count"].to_numpy(float)
+
+
+def _draws(n: int, resamples: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+
+
+def interval(rows: pd.DataFrame, metric: str, resamples: int = RESAMPLES, seed: int = SEED) -> tuple[float, float]:
+    """The bootstrap 95% interval (percentile) of ``metric``'s mean over ``rows``; NaN without values."""
+    sums, counts = _clusters(rows, metric)
+    if not counts.sum():
+        return float("nan"), float("nan")
+    idx = _draws(len(sums), resamples, seed)
+    n = counts[idx].sum(axis=1)
+    stat = sums[idx].sum(axis=1) / np.where(n > 0, n, np.nan)
+    low, high = np.nanpercentile(stat, [2.5, 97.5])
+    return float(low), float(high)
+
+
+def with_intervals(summary: pd.DataFrame, results: pd.DataFrame, resamples: int = RESAMPLES,
+                   seed: int = SEED) -> pd.DataFrame:
+    """``summary`` with ``<metric>_ci_low`` / ``<metric>_ci_high`` for evidence recall and answer-in-context on
+    every row (each strategy, budget and probe type, and ``all``)."""
+    out = summary.copy()
+    for metric in METRICS:
+        lows, highs = [], []
+        for _, row in out.iterrows():
+            rows = results[(results["strategy"] == row["strategy"]) & (results["budget"] == row["budget"])]
+            if row["type"] != "all":
+                rows = rows[rows["type"] == row["type"]]
+            low, high = interval(rows, metric, resamples, seed)
+            lows.append(low)
+            highs.append(high)
+        at = list(out.columns).index(metric) + 1
+        out.insert(at, f"{metric}_ci_low", lows)
+        out.insert(at + 1, f"{metric}_ci_high", highs)
+    return out
+
+
+def compare(results: pd.DataFrame, strategies: Sequence[str], resamples: int = RESAMPLES,
+            seed: int = SEED) -> pd.DataFrame:
+    """Every pair of strategies at each budget and probe type (and ``all``): the paired difference ``a - b`` of
+    each metric, its bootstrap 95% interval, a sign-flip permutation p-value, and a verdict that says
+    "indistinguishable" when the interval covers 0."""
+    rows = []
+    for budget in sorted(results["budget"].unique()):
+        at_budget = results[results["budget"] == budget]
+        present = [s for s in strategies if s in set(at_budget["strategy"])]
+        for (a, b), ptype, metric in ((pair, t, m) for pair in combinations(present, 2)
+                                      for t in ["all"] + sorted(at_budget["type"].unique()) for m in METRICS):
+            scope = at_budget if ptype == "all" else at_budget[at_budget["type"] == ptype]
+            row = _paired(scope, a, b, metric, resamples, seed)
+            if row is not None:
+                rows.append({"budget": budget, "type": ptype, "metric": metric, "strategy_a": a, "strategy_b": b, **row})
+    return pd.DataFrame(rows, columns=["budget", "type", "metric", "strategy_a", "strategy_b", "mean_a", "mean_b",
+                                       "difference", "ci_low", "ci_high", "p_value", "units", "probes", "verdict"])
+
+
+def _paired(scope: pd.DataFrame, a: str, b: str, metric: str, resamples: int, seed: int) -> dict | None:
+    wide = scope.pivot_table(index=["conversation", "probe"], columns="strategy", values=metric, aggfunc="first")
+    if a not in wide or b not in wide:
+        return None
+    wide = wide[[a, b]].dropna().reset_index()
+    if wide.empty:
+        return None
+    unit = "conversation" if wide["conversation"].nunique() > 1 else "probe"
+    per = wide.groupby(unit, sort=True).agg(sa=(a, "sum"), sb=(b, "sum"), n=(a, "count"))
+    sa, sb, n = (per[c].to_numpy(float) for c in ("sa", "sb", "n"))
+    d = sa - sb
+    observed = d.sum() / n.sum()
+    idx = _draws(len(d), resamples, seed)
+    boot = d[idx].sum(axis=1) / n[idx].sum(axis=1)
+    low, high = (float(x) for x in np.percentile(boot, [2.5, 97.5]))
+    signs = np.random.default_rng(seed + 1).choice([-1.0, 1.0], size=(resamples, len(d)))
+    null = (signs * d).sum(axis=1) / n.sum()
+    p = float((1 + np.sum(np.abs(null) >= abs(observed) - 1e-12)) / (1 + resamples))
+    verdict = "indistinguishable" if low <= 0 <= high else (f"{a} higher" if observed > 0 else f"{b} higher")
+    return {"mean_a": float(sa.sum() / n.sum()), "mean_b": float(sb.sum() / n.sum()), "difference": float(observed),
+            "ci_low": low, "ci_high": high, "p_value": p, "units": len(d), "probes": int(n.sum()), "verdict": verdict}
