@@ -255,3 +255,15 @@ def test_summary_has_intervals_and_compare_pairs_strategies_on_the_same_conversa
     assert row["units"] == 6  # resampled by conversation
     same = compare(pd.concat([results, results.assign(strategy="copy")]), ["window", "copy"])
     assert (same["verdict"] == "indistinguishable").all() and (same["difference"] == 0).all()
+
+
+def test_a_line_many_turns_say_covers_none_of_them_and_a_shown_turn_covers_itself():
+    from memkit.eval.data import conversation
+
+    c = conversation({"id": "c", "user_id": "u", "sessions": [{"id": "s1", "time": None, "turns": [
+        {"id": "t1", "role": "assistant", "content": "Consistency matters more than intensity. Bake it at 190 degrees."},
+        {"id": "t2", "role": "assistant", "content": "Consistency matters more than intensity. Rest on Sundays."}]}]})
+    assert evidence_recall(ctx("Consistency matters more than intensity."), c, ["t1"]) == 0.0  # said by both
+    assert evidence_recall(ctx("Bake it at 190 degrees."), c, ["t1"]) == 1.0  # said by t1 alone
+    shown = Context((), (Part("episodes", "excerpt", 1, ({"turn_id": "t2", "text": "..."},)),), 100)
+    assert evidence_recall(shown, c, ["t2", "t1"]) == 0.5  # an item of the episodes part covers its turn

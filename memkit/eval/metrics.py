@@ -27,18 +27,47 @@ def _sentences(text: str) -> list[str]:
 
 
 def covered_turns(ctx: Context, conv: Conversation, evidence: Iterable[str]) -> set[str]:
-    """Evidence turns the context covers: a fact whose ``source`` has the turn, or a sentence of the turn verbatim."""
+    """Evidence turns the context covers: a shown fact whose ``source`` has the turn; the turn itself among the
+    shown episodes or session turns (whole or cut to fit); or, for text that carries no turn ids (a summary),
+    a sentence of the turn verbatim that no other turn of the conversation says (a line shared by many turns,
+    "Tell me more!", covers none of them)."""
     sources = {s for p in ctx.parts if p.name == "facts" for item in p.items for s in item.get("source", ())}
+    shown = {item["turn_id"] for p in ctx.parts if p.name in SHOWN_TURNS for item in p.items if "turn_id" in item}
     text = normalise(ctx.text)
+    said_by = _said_by(conv)
     out = set()
     for tid in evidence:
-        if tid in sources:
+        if tid in sources or tid in shown:
             out.add(tid)
             continue
         turn = conv.turn(tid)
-        if turn is not None and any(s in text for s in _sentences(turn.content) or [normalise(turn.content)]):
+        if turn is not None and any(s in text for s in _own_sentences(turn.content) if said_by.get(s, 0) <= 1):
             out.add(tid)
     return out
+
+
+SHOWN_TURNS = ("episodes", "turns")  # the parts whose items are turns shown in the context
+_SAID_BY: dict[int, tuple[Conversation, dict[str, int]]] = {}
+
+
+def _own_sentences(content: str) -> set[str]:
+    return set(_sentences(content) or [normalise(content)])
+
+
+def _said_by(conv: Conversation) -> dict[str, int]:
+    """How many turns of ``conv`` say each sentence (cached per conversation object)."""
+    hit = _SAID_BY.get(id(conv))
+    if hit is not None and hit[0] is conv:
+        return hit[1]
+    counts: dict[str, int] = {}
+    for s in conv.sessions:
+        for t in s.turns:
+            for x in _own_sentences(t.content):
+                counts[x] = counts.get(x, 0) + 1
+    if len(_SAID_BY) > 256:
+        _SAID_BY.clear()
+    _SAID_BY[id(conv)] = (conv, counts)
+    return counts
 
 
 def evidence_recall(ctx: Context, conv: Conversation, evidence: Sequence[str]) -> float:
