@@ -4,6 +4,7 @@ turns to the parts of a ``Context``, each item with its tokens and why it got in
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any, Callable, Sequence
 
@@ -68,15 +69,23 @@ def pack_facts(hits: Sequence[Hit], budget: int, profile_tokens: int) -> Part:
     return Part("facts", text, tokens.count(text), tuple(items))
 
 
+def repeat_key(e: Episode) -> str:
+    """What makes two episodes the same line: speaker and words, ignoring case, punctuation and spacing."""
+    return " ".join(re.sub(r"[^\w\s]", " ", f"{e.speaker}: {e.content}".lower()).split())
+
+
 def pack_episodes(recalled: Sequence[Recalled], budget: int, skip: Callable[[Episode], bool],
                   neighbours: Callable[[Episode], Sequence[Episode]] | None = None, dates: bool = True,
-                  truncates: Callable[[str], bool] | None = None) -> Part:
+                  truncates: Callable[[str], bool] | None = None, fold_repeats: bool = True) -> Part:
     """Episodes in fused rank until ``budget`` is spent, shown in the order they were said.
 
     ``skip`` leaves out what the context already holds (this session's turns, the sources of shown facts);
-    ``neighbours`` (when given) adds the turns around each hit after it, while they fit.
+    ``neighbours`` (when given) adds the turns around each hit after it, while they fit. With
+    ``fold_repeats`` a line said again in other sessions is shown once: its item lists every session it was
+    said in (``sessions``) and the turns it stands for (``repeats``), and the repeats take no budget.
     """
     chosen: dict[str, tuple[Episode, dict[str, Any]]] = {}
+    first_of: dict[str, str] = {}  # repeat key -> the episode id shown for it
     sessions: dict[str, Episode] = {}  # session id -> its first episode shown
     used = 0
 
@@ -95,6 +104,15 @@ def pack_episodes(recalled: Sequence[Recalled], budget: int, skip: Callable[[Epi
         nonlocal used
         if e.id in chosen or skip(e):
             return False
+        key = repeat_key(e) if fold_repeats else e.id
+        if key in first_of:  # the same line, said again: shown once, with every session it came from
+            item = chosen[first_of[key]][1]
+            item.setdefault("sessions", [item["session_id"]])
+            item.setdefault("repeats", [])
+            if e.session_id not in item["sessions"]:
+                item["sessions"].append(e.session_id)
+            item["repeats"].append(e.turn_id)
+            return False
         line = episode_line(e)
         cost = line_cost(line) + header_cost(e)
         if used + cost > budget:
@@ -106,6 +124,7 @@ def pack_episodes(recalled: Sequence[Recalled], budget: int, skip: Callable[[Epi
         if truncates is not None and truncates(e.content):
             item["embedding"] = "truncated to the embedder's window; the lexical index has every word"
         chosen[e.id] = (e, {**item, "tokens": cost})
+        first_of[key] = e.id
         return True
 
     for rank, r in enumerate(recalled, 1):

@@ -53,7 +53,7 @@ class Memory:
                  k: int = 5, min_score: float = DEFAULT_FLOOR, retriever: Retriever | None = None,
                  document_share: float = 0.25, profile_tokens: int = 150, recall: RecallOptions | None = None,
                  facts: bool = True, episodes: bool = True, neighbours: int = 0, episode_dates: bool = True,
-                 episodes_for_facts: bool = False, window_share: float = 0.3) -> None:
+                 episodes_for_facts: bool = False, window_share: float = 0.3, fold_repeats: bool = True) -> None:
         if policy == "llm":
             policy = registry.as_policy("llm", model=chat_model)  # ConfigError without a model
         validate.positive_int("k", k)
@@ -75,6 +75,7 @@ class Memory:
         self.facts, self.episodes = facts, episodes          # which long-term items a read searches
         self.neighbours, self.episode_dates = neighbours, episode_dates
         self.episodes_for_facts, self.window_share = episodes_for_facts, window_share
+        self.fold_repeats = fold_repeats  # a line said in several sessions is shown once (assemble.pack_episodes)
         self.sessions: dict[tuple[str, str], EpisodicBuffer] = {}  # (user_id, session_id) -> the open session
         # documents are retrieved beside the memory read; sessions warm up on a thread of their own, so a burst
         # of opened sessions never queues ahead of a read. Memory itself is searched in the caller's thread:
@@ -338,7 +339,8 @@ class Memory:
             episodes, left - reserve,
             skip=lambda e: e.turn_id in in_session or (not self.episodes_for_facts and e.turn_id in shown_sources),
             neighbours=(lambda e: self.store.neighbours(user_id, e, self.neighbours)) if self.neighbours else None,
-            dates=self.episode_dates, truncates=getattr(self.store.embedder, "truncates", None))
+            dates=self.episode_dates, truncates=getattr(self.store.embedder, "truncates", None),
+            fold_repeats=self.fold_repeats)
         left -= eps.tokens
         summary_text = tokens.truncate(summary.text, max(left - newest, 0)) if summary.text else ""
         summary_part = Part("summary", summary_text, tokens.count(summary_text),

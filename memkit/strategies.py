@@ -130,7 +130,7 @@ class NoFacts:
 
 class RawTurnRetrieval(TwoLayer):
     """The equal-token baseline: past turns retrieved by one channel (or both, fused) and packed in rank order
-    into the budget, with this session's newest turns; no facts, no summary, no dates."""
+    into the budget, with this session's newest turns; no facts, no summary, no dates, repeats not folded."""
 
     keeps_facts = False
 
@@ -139,7 +139,7 @@ class RawTurnRetrieval(TwoLayer):
         self.user_id = user_id
         base = memory_options.pop("recall", None) or RecallOptions()
         options = {**memory_options, "profile_tokens": 0, "facts": False, "episode_dates": False,
-                   "recall": replace(base, channels=RAG[name]), "extractor": NoFacts()}
+                   "fold_repeats": False, "recall": replace(base, channels=RAG[name]), "extractor": NoFacts()}
         self.memory = Memory(store=store, **options)  # type: ignore[arg-type]
 
 

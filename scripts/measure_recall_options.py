@@ -2,8 +2,8 @@
 
     python scripts/measure_recall_options.py --seed 1 --budget 400 --out results/recall-options
 
-Generates the realistic chat suite with a seed other than 0 (seed 0 is the committed, reported
-``data/chats.jsonl``) and compares the options memkit could default to: channels and their weights,
+Generates the realistic chat suite (or, with ``--suite assistant``, the user-assistant one) with a seed other
+than 0 (seed 0 is the committed, reported ``data/chats.jsonl`` / ``data/assistant.jsonl``) and compares the options memkit could default to: channels and their weights,
 neighbours of a hit, dates beside episodes, the source episode of a shown fact, the profile block. Prints
 one table (evidence recall, answer in context, tokens) and writes it as CSV.
 """
@@ -38,12 +38,14 @@ VARIANTS: dict[str, tuple[str, dict]] = {
     "two-layer, profile 50": ("two-layer:keyed", {"profile_tokens": 50}),
     "two-layer, profile 0": ("two-layer:keyed", {"profile_tokens": 0}),
     "two-layer, episodes only (no facts)": ("two-layer:keyed", {"facts": False, "profile_tokens": 0}),
+    "two-layer, repeats not folded": ("two-layer:keyed", {"fold_repeats": False}),
 }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--suite", choices=["chats", "assistant"], default="chats", help="the suite to generate")
     ap.add_argument("--conversations", type=int, default=10)
     ap.add_argument("--budget", default="400")
     ap.add_argument("--only", action="append", help="variant names to run (default: all)")
@@ -51,7 +53,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.seed == 0:
         raise SystemExit("seed 0 is the reported suite: choose options on another seed")
-    path = write_suite(Path(tempfile.mkdtemp()) / "dev.jsonl", "chats", args.seed, args.conversations)
+    path = write_suite(Path(tempfile.mkdtemp()) / "dev.jsonl", args.suite, args.seed, args.conversations)
     convs = load(path)
     budgets = [int(b) for b in args.budget.split(",")]
     rows = []
@@ -62,6 +64,7 @@ def main() -> None:
         for _, r in summary[summary["type"] == "all"].iterrows():
             rows.append({"variant": label, "budget": r["budget"], "evidence_recall": r["evidence_recall"],
                          "answer_in_context": r["answer_in_context"], "context_tokens": r["context_tokens"],
+                         "repeated_lines": r["repeated_lines"],
                          "turns_per_s": r["turns_per_s"]})
         print(pd.DataFrame(rows[-len(budgets):]).round(3).to_string(index=False, header=len(rows) == len(budgets)), flush=True)
     table = pd.DataFrame(rows)

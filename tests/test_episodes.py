@@ -322,3 +322,21 @@ def test_profile_block_lists_the_most_important_first(embedder):
     m.observe("u", "s", "user", "My name is Lena.")            # 0.9
     assert m.profile("u").splitlines()[1:] == ["- User's name is Lena.", "- User is allergic to peanuts.",
                                                "- User likes hiking."]
+
+
+def test_a_line_said_in_several_sessions_is_shown_once_with_its_sessions(embedder):
+    from memkit.eval.metrics import repeated_lines
+
+    m = Memory(store=FactStore.ephemeral(embedder))
+    for i in range(4):
+        m.observe("u", f"s{i}", "user", "Do you still like your job?", turn_id=f"s{i}:1", time=1e9 + i * 86400)
+    m.observe("u", "s9", "user", "I quit my job at the bakery and started at the library.", turn_id="s9:1",
+              time=1e9 + 9 * 86400)
+    ctx = m.context("u", "now", "Do you still like your job?", budget=300)
+    lines = ctx.parts[1].text.splitlines()
+    assert lines.count("user: Do you still like your job?") == 1 and repeated_lines(ctx) == 0
+    [item] = [i for i in ctx.parts[1].items if i["text"] == "user: Do you still like your job?"]
+    assert item["sessions"] == ["s0", "s1", "s2", "s3"] and len(item["repeats"]) == 3
+    assert any("bakery" in line for line in lines)  # the budget the repeats would have taken
+    plain = Memory(store=m.store, fold_repeats=False).context("u", "now2", "Do you still like your job?", budget=300)
+    assert plain.parts[1].text.count("Do you still like your job?") == 4 and repeated_lines(plain) == 3

@@ -15,7 +15,7 @@ from .data import FORMATS, SUITES
 from .runner import DEFAULT_STRATEGIES
 from .scale import DEFAULT_SIZES
 
-SHOWN = ["strategy", "evidence_recall", "answer_in_context", "judged_correct", "context_tokens", "tokens_per_turn", "stale",
+SHOWN = ["strategy", "evidence_recall", "answer_in_context", "judged_correct", "context_tokens", "repeated_lines", "tokens_per_turn", "stale",
          "op_accuracy", "duplicate_rate", "read_p50_ms", "read_p95_ms", "write_p50_ms", "write_p95_ms", "turns_per_s"]
 
 

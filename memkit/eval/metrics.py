@@ -77,6 +77,13 @@ def evidence_recall(ctx: Context, conv: Conversation, evidence: Sequence[str]) -
     return len(covered_turns(ctx, conv, evidence)) / len(set(evidence))
 
 
+def repeated_lines(ctx: Context) -> int:
+    """Lines of the context that repeat an earlier line (compared normalised): budget spent saying a thing twice."""
+    lines = [normalise(line) for m in ctx.messages for line in m["content"].splitlines()]
+    lines = [line for line in lines if line]
+    return len(lines) - len(set(lines))
+
+
 def answer_in_context(ctx: Context, answer: str) -> float:
     """1.0 if the normalised gold answer occurs in the normalised context; NaN for empty answers."""
     a = normalise(answer)
