@@ -350,8 +350,10 @@ class RuleExtractor:
                 c = replace(c, source=tuple(source))
                 if c.key is None:
                     loose.append(c)
-                else:
-                    found.setdefault(c.key, c)  # the first rule to claim a key wins within a turn
+                elif c.key not in found or (found[c.key].negated and not c.negated):
+                    # the first rule to claim a key wins within a turn, except that a new value said beside the
+                    # one taken back ("I'm not a nurse anymore, I'm a teacher now") wins over the taking back
+                    found[c.key] = c
         return list(found.values()) + loose
 
     def _clause(self, s: str) -> list[Candidate]:

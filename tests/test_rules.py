@@ -81,5 +81,14 @@ def test_a_negated_change_takes_back_the_key(text, key, fact):
     assert list(found) == [key] and found[key].text == fact and found[key].negated
 
 
+@pytest.mark.parametrize("text,key,fact", [
+    ("I changed careers, I'm not a data analyst anymore, I'm a nurse now.", "user.role", "User is a nurse."),
+    ("Quick update: I don't live in Austin anymore, I moved to Denver last month.", "user.location",
+     "User lives in Denver."),
+])
+def test_a_new_value_beside_the_one_taken_back_wins(text, key, fact):
+    assert [(c.key, c.text) for c in X.extract(text)] == [(key, fact)]
+
+
 def test_i_am_a_nationality_is_not_a_name():
     assert X.extract("I'm German.") == [] and X.extract("I'm Sorry.") == []

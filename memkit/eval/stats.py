@@ -69,7 +69,7 @@ def compare(results: pd.DataFrame, strategies: Sequence[str], resamples: int = R
             seed: int = SEED) -> pd.DataFrame:
     """Every pair of strategies at each budget and probe type (and ``all``): the paired difference ``a - b`` of
     each metric, its bootstrap 95% interval, a sign-flip permutation p-value, and a verdict that says
-    "indistinguishable" when the interval covers 0."""
+    "indistinguishable" when the interval covers 0 or p >= 0.05."""
     rows = []
     for budget in sorted(results["budget"].unique()):
         at_budget = results[results["budget"] == budget]
@@ -102,6 +102,7 @@ def _paired(scope: pd.DataFrame, a: str, b: str, metric: str, resamples: int, se
     signs = np.random.default_rng(seed + 1).choice([-1.0, 1.0], size=(resamples, len(d)))
     null = (signs * d).sum(axis=1) / n.sum()
     p = float((1 + np.sum(np.abs(null) >= abs(observed) - 1e-12)) / (1 + resamples))
-    verdict = "indistinguishable" if low <= 0 <= high else (f"{a} higher" if observed > 0 else f"{b} higher")
+    # with few conversations a percentile interval is too narrow: a difference counts only if both say so
+    verdict = "indistinguishable" if low <= 0 <= high or p >= 0.05 else (f"{a} higher" if observed > 0 else f"{b} higher")
     return {"mean_a": float(sa.sum() / n.sum()), "mean_b": float(sb.sum() / n.sum()), "difference": float(observed),
             "ci_low": low, "ci_high": high, "p_value": p, "units": len(d), "probes": int(n.sum()), "verdict": verdict}
