@@ -86,6 +86,7 @@ def pack_episodes(recalled: Sequence[Recalled], budget: int, skip: Callable[[Epi
     """
     chosen: dict[str, tuple[Episode, dict[str, Any]]] = {}
     first_of: dict[str, str] = {}  # repeat key -> the episode id shown for it
+    repeats: dict[str, list[Episode]] = {}  # shown episode id -> the same line said elsewhere
     sessions: dict[str, Episode] = {}  # session id -> its first episode shown
     used = 0
 
@@ -106,12 +107,7 @@ def pack_episodes(recalled: Sequence[Recalled], budget: int, skip: Callable[[Epi
             return False
         key = repeat_key(e) if fold_repeats else e.id
         if key in first_of:  # the same line, said again: shown once, with every session it came from
-            item = chosen[first_of[key]][1]
-            item.setdefault("sessions", [item["session_id"]])
-            item.setdefault("repeats", [])
-            if e.session_id not in item["sessions"]:
-                item["sessions"].append(e.session_id)
-            item["repeats"].append(e.turn_id)
+            repeats.setdefault(first_of[key], []).append(e)
             return False
         line = episode_line(e)
         cost = line_cost(line) + header_cost(e)
@@ -133,6 +129,11 @@ def pack_episodes(recalled: Sequence[Recalled], budget: int, skip: Callable[[Epi
         if take(r.item, rank, r.why, r.score, r.similarity) and neighbours:
             for n in neighbours(r.item):
                 take(n, rank, f"neighbour of {r.item.turn_id} (#{rank})", None, None)
+    for shown_id, again in repeats.items():  # in the order they were said, whatever the ranks' ties
+        e, item = chosen[shown_id]
+        said = sorted([e] + again, key=lambda x: int(x.id))
+        item["sessions"] = list(dict.fromkeys(x.session_id for x in said))
+        item["repeats"] = [x.turn_id for x in sorted(again, key=lambda x: int(x.id))]
     ordered = sorted(chosen.values(), key=lambda x: int(x[0].id))
     text = render_episodes([e for e, _ in ordered], dates)
     return Part("episodes", text, tokens.count(text), tuple(item for _, item in ordered))
