@@ -173,7 +173,7 @@ class Memory:
     def pending_turns(self) -> list[tuple[str, Turn, str | None]]:
         """``(user_id, turn, speaker)`` of the turns whose extraction waits (for the model, or for a process
         that died before it finished), from the store's records: what ``flush()`` extracts."""
-        return [(e.user_id, _turn(e), None if e.speaker == e.role else e.speaker) for e in self.store.to_extract()]
+        return [(e.user_id, _turn(e), _speaker(e)) for e in self.store.to_extract()]
 
     @property
     def pending(self) -> list[tuple[str, list[Candidate], float | None]]:
@@ -220,8 +220,7 @@ class Memory:
         waiting (``StoreUnavailable`` is raised; what is left stays for the next ``flush()``)."""
         events = self.store.replay()
         for episode in self.store.to_extract():
-            events += self._extract(episode.user_id, _turn(episode),
-                                    None if episode.speaker == episode.role else episode.speaker, episode.id)
+            events += self._extract(episode.user_id, _turn(episode), _speaker(episode), episode.id)
         for wait_id, user_id, cands, time in self.store.waiting():
             try:
                 done = self._write(user_id, cands, time)
@@ -393,3 +392,8 @@ class Memory:
 def _turn(e: Episode) -> Turn:
     """The session turn an episode records."""
     return Turn(e.turn_id, e.session_id, e.user_id, e.role, e.content, e.tokens, e.time)
+
+
+def _speaker(e: Episode) -> str | None:
+    """The named speaker ``observe`` was given for an episode's turn, or None (the episode then names its role)."""
+    return None if e.speaker == e.role else e.speaker
