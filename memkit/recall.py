@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
-from .facts import FactStore
+from .store import FactStore
 from .types import Recalled
 
 CHANNELS = ("lexical", "dense")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, Sequence, runtime_checkable
 
 from .errors import ConfigError, ExtractionError
-from .facts import FactStore
+from .store import FactStore
 from .llm import parse_json
 from .types import Candidate, Event, EventKind, Fact, Hit, new_id, now
 

@@ -77,7 +77,7 @@ def _strategy(name: str) -> Callable[..., Any]:
 
 def _two_layer(policy: str) -> Callable[..., Any]:
     def factory(user_id: str, budget: int = 1200, store: Any = None, k: int = 5, **memory_options: Any) -> Any:
-        from .facts import FactStore
+        from .store import FactStore
         from .strategies import TwoLayer
 
         return TwoLayer(user_id, store or FactStore.ephemeral(), policy, k, **memory_options)

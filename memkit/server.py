@@ -20,7 +20,7 @@ import urllib.request
 from pathlib import Path
 
 from . import validate
-from .facts import MAX_USERS
+from .store.chroma import MAX_USERS
 
 
 def server_config(path: str | Path, port: int, host: str = "127.0.0.1", max_users: int = MAX_USERS) -> str:

@@ -12,7 +12,7 @@ from typing import Protocol
 from . import tokens
 from .errors import ConfigError
 from .episodic import EpisodicBuffer
-from .facts import FactStore
+from .store import FactStore
 from .memory import Memory
 from .recall import RecallOptions
 from .reconcile import POLICIES

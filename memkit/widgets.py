@@ -14,7 +14,7 @@ from IPython.display import display as ipy_display
 
 from . import reconcile, viz
 from .errors import InvalidArgument
-from .facts import FactStore
+from .store import FactStore
 from .memory import Memory
 from .rules import RuleExtractor
 from .types import Event

@@ -67,7 +67,7 @@ pd.DataFrame([{"user_id": u, "facts": len(store.get(u)),
 
 # %%
 # the store's namespace prefix is random for in-memory stores; the hash part is the user's
-pd.DataFrame([{"user_id": u, "collection": store.collection_name(u).removeprefix(store.namespace + "-")}
+pd.DataFrame([{"user_id": u, "collection": store.collection_name(u).removeprefix(store.vectors.namespace + "-")}
               for u in ["alice", "bob", "alice2"]])
 
 # %% [markdown]

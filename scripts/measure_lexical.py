@@ -26,7 +26,7 @@ import pandas as pd
 from memkit import tokens
 from memkit.eval.data import write_suite
 from memkit.eval.data import load
-from memkit.lexicon import LexicalIndex, lexical_text, query_terms
+from memkit.store.lexicon import LexicalIndex, lexical_text, query_terms
 
 
 def pack(ranked: list[str], text: dict[str, str], budget: int) -> set[str]:

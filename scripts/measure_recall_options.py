@@ -4,7 +4,8 @@
 
 Generates the realistic chat suite (or, with ``--suite assistant``, the user-assistant one) with a seed other
 than 0 (seed 0 is the committed, reported ``data/chats.jsonl`` / ``data/assistant.jsonl``) and compares the options memkit could default to: channels and their weights,
-neighbours of a hit, dates beside episodes, the source episode of a shown fact, the profile block. Prints
+neighbours of a hit, dates beside episodes, the source episode of a shown fact, the profile block, and the
+whole memory on PostgreSQL (full-text search in place of tantivy; needs ``memkit[bench]``). Prints
 one table (evidence recall, answer in context, tokens) and writes it as CSV.
 """
 
@@ -19,7 +20,9 @@ import pandas as pd
 from memkit.eval.data import write_suite
 from memkit.eval.data import load
 from memkit.eval.runner import run
+from memkit.embed import shared_embedder
 from memkit.recall import RecallOptions
+from memkit.store import FactStore
 
 VARIANTS: dict[str, tuple[str, dict]] = {
     "rag:bm25": ("rag:bm25", {}),
@@ -39,7 +42,32 @@ VARIANTS: dict[str, tuple[str, dict]] = {
     "two-layer, profile 0": ("two-layer:keyed", {"profile_tokens": 0}),
     "two-layer, episodes only (no facts)": ("two-layer:keyed", {"facts": False, "profile_tokens": 0}),
     "two-layer, repeats not folded": ("two-layer:keyed", {"fold_repeats": False}),
+    # the whole memory in PostgreSQL (pgvector, and full-text search instead of tantivy for the lexical channel)
+    "rag:bm25 on PostgreSQL (ts_rank_cd)": ("rag:bm25", {"store": ("ts_rank_cd", 0)}),
+    "rag:bm25 on PostgreSQL (ts_rank, length-normalised)": ("rag:bm25", {"store": ("ts_rank", 1)}),
+    "two-layer on PostgreSQL (ts_rank_cd)": ("two-layer:keyed", {"store": ("ts_rank_cd", 0)}),
+    "two-layer on PostgreSQL (ts_rank, length-normalised)": ("two-layer:keyed", {"store": ("ts_rank", 1)}),
 }
+_PG: list = []
+
+
+def postgres_store(rank: str, normalization: int) -> FactStore:
+    """A fresh namespace of a PostgreSQL started once from the pgserver wheel, with the text ranking given."""
+    import uuid
+
+    import pgserver
+
+    from memkit.store.log import EventLog
+    from memkit.store.postgres import PgTextIndex, PgVectorIndex
+    from memkit.store.records import Records
+    from memkit.store.sql import Database
+
+    if not _PG:
+        _PG.append(pgserver.get_server(tempfile.mkdtemp(prefix="memkit-options-pg-"), cleanup_mode="stop"))
+    db = Database.postgres(_PG[0].get_uri(), f"options_{uuid.uuid4().hex[:8]}")
+    embedder = shared_embedder()
+    return FactStore(PgVectorIndex(db, embedder), Records(db), EventLog(db), PgTextIndex(db, rank=rank,
+                     normalization=normalization), embedder=embedder, backend="postgres")
 
 
 def main() -> None:
@@ -60,7 +88,11 @@ def main() -> None:
     for label, (strategy, options) in VARIANTS.items():
         if args.only and label not in args.only:
             continue
-        _, summary, _ = run(convs, [strategy], budget=budgets, per_turn_tokens=False, **options)
+        options = dict(options)
+        store = postgres_store(*options.pop("store")) if "store" in options else None
+        _, summary, _ = run(convs, [strategy], budget=budgets, per_turn_tokens=False, store=store, **options)
+        if store is not None:
+            store.close()
         for _, r in summary[summary["type"] == "all"].iterrows():
             rows.append({"variant": label, "budget": r["budget"], "evidence_recall": r["evidence_recall"],
                          "answer_in_context": r["answer_in_context"], "context_tokens": r["context_tokens"],
@@ -72,6 +104,8 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / f"options-seed{args.seed}.csv", index=False)
     print(f"\nwrote {out}/options-seed{args.seed}.csv")
+    for server in _PG:
+        server.cleanup()
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ def embedder():
     return MiniLMEmbedder()
 
 
-BACKENDS = ["ephemeral", "persistent", "http", "http+postgres"]
+BACKENDS = ["ephemeral", "persistent", "http", "http+postgres", "postgres"]
 
 
 def open_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest, embedder, namespace: str | None = None):
@@ -38,6 +38,8 @@ def open_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest, embedd
         return FactStore.ephemeral(embedder)
     if kind == "persistent":
         return FactStore.persistent(str(tmp_path / "chroma"), embedder, namespace=ns)
+    if kind == "postgres":  # the whole memory in PostgreSQL + pgvector
+        return FactStore.postgres(request.getfixturevalue("postgres_url"), embedder, namespace=ns)
     server = request.getfixturevalue("chroma_server")
     log = request.getfixturevalue("postgres_url") if kind == "http+postgres" else None
     return FactStore.http("127.0.0.1", server.port, embedder, namespace=ns, log=log)
@@ -45,10 +47,11 @@ def open_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest, embedd
 
 @pytest.fixture(params=BACKENDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path, embedder):
-    """The same FactStore API over each real Chroma backend (and the server with a PostgreSQL event log)."""
+    """The same FactStore API over each real backend: Chroma in memory, on disk and as a server (also with a
+    PostgreSQL event log), and the whole memory in PostgreSQL with pgvector."""
     s = open_store(request.param, tmp_path, request, embedder)
     yield s
-    if not s._closed:
+    if not s.closed:
         s.close()
 
 

@@ -1,5 +1,6 @@
 """Episodes and hybrid recall against real Chroma (in-process, on disk, `chroma run`) and a real tantivy index."""
 
+import chromadb
 import pytest
 
 from conftest import open_store
@@ -192,9 +193,11 @@ def test_facts_and_episodes_share_one_collection_per_user_without_clashing_ids(s
     assert [f.text for f in store.get("u")] == ["User's sister plays the cello."]  # facts only
     assert [h.fact.id for h in store.search("u", "cello", min_score=-1.0)] == [stored.id]
     assert set(store.dense("u", vec, {"facts": 5})) == {"facts"}
-    names = [c.name for c in store.client.list_collections() if c.name.startswith(store.namespace + "-")
-             and c.name.endswith(store.owner("u"))]
-    assert names == [store.collection_name("u")]
+    if store.backend != "postgres":  # Chroma: one collection for both parts
+        client, ns = store.vectors.client, store.vectors.namespace
+        names = [c.name for c in client.list_collections() if c.name.startswith(ns + "-")
+                 and c.name.endswith(store.owner("u"))]
+        assert names == [store.collection_name("u")]
     store.delete("u", [stored.id])  # the fact goes, the episode with the same id stays
     after = store.dense("u", vec, {"facts": 5, "episodes": 5})
     assert after["facts"] == [] and [i for i, _ in after["episodes"]] == [stored.id]
@@ -202,70 +205,88 @@ def test_facts_and_episodes_share_one_collection_per_user_without_clashing_ids(s
         store.dense("u", vec, {"history": 5})
 
 
-@pytest.mark.parametrize("kind", ["ephemeral", "persistent"])
-def test_a_store_with_a_collection_per_part_moves_to_one_collection_on_first_use(kind, tmp_path, request, embedder):
-    from memkit.facts import HNSW, _meta
+LEGACY_HNSW = {"space": "cosine", "sync_threshold": 2, "batch_size": 2}
+
+
+def legacy_fact_metadata(f):
+    """A fact's metadata as memkit wrote it in a collection per part (the layout before one per user)."""
+    return {"user_id": f.user_id, "kind": f.kind, "key": f.key or "", "value": f.value or "",
+            "importance": float(f.importance), "source": "[]", "created_at": f.created_at,
+            "valid_from": f.valid_from, "valid_to": 1e18, "superseded_by": ""}
+
+
+def test_a_store_with_a_collection_per_part_moves_to_one_collection_when_it_opens(tmp_path, embedder):
     from memkit.types import Fact
 
-    store = open_store(kind, tmp_path, request, embedder, namespace="old")
+    path = str(tmp_path / "old")
+    store = FactStore.persistent(path, embedder, namespace="old")
+    client, owner = store.vectors.client, store.owner("u")
     fact = Fact(id="tea", user_id="u", text="User drinks green tea.", key="user.drink", value="green tea",
                 created_at=1.0, valid_from=1.0)
-    episode = store.records.add_episode(store.owner("u"), ep("u", "We hiked to the lighthouse at dawn."))
+    episode = store.records.add_episode(owner, ep("u", "We hiked to the lighthouse at dawn."))
     vectors = embedder([fact.text, "Caroline: " + episode.content])
-    meta = {"user_id": "u", "dimension": 384, "embedder": store._embedder_id()}
-    old = {part: store.client.create_collection(store._name("u", part), embedding_function=embedder,
-                                                configuration={"hnsw": HNSW}, metadata=meta)
+    meta = {"user_id": "u", "dimension": 384, "embedder": store.vectors.embedder_id()}
+    old = {part: client.create_collection(f"old-{part}-{owner}", embedding_function=embedder,
+                                          configuration={"hnsw": LEGACY_HNSW}, metadata=meta)
            for part in ("facts", "episodes")}  # as memkit wrote them before one collection per user
-    old["facts"].add(ids=[fact.id], documents=[fact.text], embeddings=[vectors[0]], metadatas=[_meta(fact)])
+    old["facts"].add(ids=[fact.id], documents=[fact.text], embeddings=[vectors[0]], metadatas=[legacy_fact_metadata(fact)])
     old["episodes"].add(ids=[episode.id], documents=["Caroline: " + episode.content], embeddings=[vectors[1]],
                         metadatas=[{"user_id": "u", "session_id": "s1", "turn_id": episode.turn_id,
                                     "speaker": "Caroline", "time": episode.time}])
-    store.records.mark_embedded(store.owner("u"), [episode.id])
-    store.lexicon.change(store.owner("u"), "facts", [(fact.id, fact.text)])
-    store.lexicon.change(store.owner("u"), "episodes", [(episode.id, "Caroline: " + episode.content)])
-    store.log.put_profile(store.owner("u"), [fact])
+    store.records.mark_embedded(owner, [episode.id])
+    store.lexicon.change(owner, "facts", [(fact.id, fact.text)])
+    store.lexicon.change(owner, "episodes", [(episode.id, "Caroline: " + episode.content)])
+    store.log.put_profile(owner, [fact])
+    store.close()
 
-    assert store.get("u") == [fact]
-    names = [c.name for c in store.client.list_collections() if c.name.startswith(store.namespace + "-")
-             and c.name.endswith(store.owner("u"))]
+    store = FactStore.persistent(path, embedder, namespace="old")  # the move happens here, not on a read
+    client = store.vectors.client
+    names = [c.name for c in client.list_collections() if c.name.startswith("old-") and c.name.endswith(owner)]
     assert names == [store.collection_name("u")]  # the old collections are gone
-    moved = store.client.get_collection(store.collection_name("u")).get(include=["embeddings"])
+    moved = client.get_collection(store.collection_name("u")).get(include=["embeddings"])
     assert sorted(moved["ids"]) == [f"e:{episode.id}", "f:tea"]
     for cid, vector in zip(moved["ids"], moved["embeddings"]):  # moved with its vector, not embedded again
         assert list(vector) == pytest.approx(list(vectors[0 if cid == "f:tea" else 1]), abs=1e-6)
+    assert store.get("u") == [fact]
     ctx = Memory(store=store).context("u", "s2", "Where did we hike at dawn?", budget=200)
     assert "lighthouse" in ctx.text and "green tea" in ctx.text
+    store.close()
 
 
 def test_a_move_cut_short_is_finished_on_the_next_open_and_a_refused_one_changes_nothing(tmp_path, embedder):
     from memkit.errors import DimensionMismatch
-    from memkit.facts import HNSW, _meta
     from memkit.types import Fact
 
-    store = FactStore.persistent(str(tmp_path / "s"), embedder)
+    path = str(tmp_path / "s")
+    store = FactStore.persistent(path, embedder)
+    client, owner = store.vectors.client, store.owner("u")
     facts = [Fact(id=f"f{i}", user_id="u", text=f"User owns {i} bikes.", created_at=1.0, valid_from=1.0)
              for i in range(3)]
-    meta = {"user_id": "u", "dimension": 384, "embedder": store._embedder_id()}
-    old = store.client.create_collection(store._name("u", "facts"), embedding_function=embedder,
-                                         configuration={"hnsw": HNSW}, metadata=meta)
-    old.add(ids=[f.id for f in facts], documents=[f.text for f in facts], metadatas=[_meta(f) for f in facts])
+    meta = {"user_id": "u", "dimension": 384, "embedder": store.vectors.embedder_id()}
+    old = client.create_collection(f"memkit-facts-{owner}", embedding_function=embedder,
+                                   configuration={"hnsw": LEGACY_HNSW}, metadata=meta)
+    old.add(ids=[f.id for f in facts], documents=[f.text for f in facts],
+            metadatas=[legacy_fact_metadata(f) for f in facts])
     # a process that died after copying one fact: the new collection exists, still marked as moving
-    new = store.client.create_collection(store.collection_name("u"), embedding_function=embedder,
-                                         configuration={"hnsw": HNSW}, metadata={**meta, "moving": True})
-    new.add(ids=["f:f0"], documents=[facts[0].text], metadatas=[_meta(facts[0])])
-    assert [f.id for f in store.get("u")] == ["f0", "f1", "f2"]
-    col = store.client.get_collection(store.collection_name("u"))
-    assert "moving" not in col.metadata and col.count() == 3
-    assert store._legacy("u") == {}
-
-    # an old collection of another dimension is refused before anything is made, and stays as it was
-    other = store.client.create_collection(store._name("v", "facts"), embedding_function=None,
-                                           metadata={**meta, "user_id": "v", "dimension": 8})
-    other.add(ids=["x"], documents=["User likes tea."], embeddings=[[0.1] * 8], metadatas=[{"user_id": "v"}])
-    with pytest.raises(DimensionMismatch):
-        store.get("v")
-    assert other.count() == 1 and store.collection_name("v") not in [c.name for c in store.client.list_collections()]
+    new = client.create_collection(store.collection_name("u"), embedding_function=embedder,
+                                   configuration={"hnsw": LEGACY_HNSW}, metadata={**meta, "moving": True})
+    new.add(ids=["f:f0"], documents=[facts[0].text], metadatas=[legacy_fact_metadata(facts[0])])
     store.close()
+    store = FactStore.persistent(path, embedder)
+    col = store.vectors.client.get_collection(store.collection_name("u"))
+    assert "moving" not in col.metadata and sorted(col.get()["ids"]) == ["f:f0", "f:f1", "f:f2"]
+    assert store.vectors.migrate() == 0  # nothing left to move
+    # an old collection of another dimension is refused before anything is made, and stays as it was
+    other_owner = store.owner("v")
+    other = store.vectors.client.create_collection(f"memkit-facts-{other_owner}", embedding_function=None,
+                                                   metadata={**meta, "user_id": "v", "dimension": 8})
+    other.add(ids=["x"], documents=["User likes tea."], embeddings=[[0.1] * 8], metadatas=[{"user_id": "v"}])
+    store.close()
+    with pytest.raises(DimensionMismatch, match="'v'"):
+        FactStore.persistent(path, embedder)
+    client = chromadb.PersistentClient(path=path)
+    assert client.get_collection(f"memkit-facts-{other_owner}").count() == 1
+    assert f"memkit-user-{other_owner}" not in [c.name for c in client.list_collections()]
 
 
 def test_a_fact_search_finds_facts_behind_many_nearer_episodes(store):

@@ -7,7 +7,7 @@ import pytest
 from conftest import open_store
 from memkit import (DimensionMismatch, Event, EventKind, Fact, FactStore, IsolationError, MissingUserId,
                     StoreClosed, StoreUnavailable)
-from memkit.facts import rank_score
+from memkit.store import rank_score
 
 
 def fact(user, text, fid=None, **kw):

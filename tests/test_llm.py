@@ -120,5 +120,8 @@ def test_endpoint_embedder_and_dimension_guard(fake_llm, tmp_path, embedder):
     s1.upsert("u", [Fact(id="f", user_id="u", text="User prefers metric units.")])
     s1.close()
     s2 = FactStore.persistent(str(tmp_path), embedder)
-    with pytest.raises(DimensionMismatch, match="dimension 8"):
-        s2.get("u")
+    with pytest.raises(DimensionMismatch, match="dimension 8"):  # a vector read of the 8-d index
+        s2.search("u", "units")
+    with pytest.raises(DimensionMismatch, match="dimension 8"):  # and a write into it
+        s2.upsert("u", [Fact(id="g", user_id="u", text="User lives in Oslo.")])
+    assert [f.id for f in s2.get("u")] == ["f"]  # the facts' text (the profile) stays readable, nothing corrupted

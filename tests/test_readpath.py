@@ -9,8 +9,8 @@ import pytest
 from memkit import FactStore, Memory
 from memkit.embed import MiniLMEmbedder
 from memkit.errors import InvalidArgument
-from memkit.log import EventLog
-from memkit.records import Records
+from memkit.store.log import EventLog
+from memkit.store.records import Records
 from memkit.eval.scale import synthetic_facts
 from memkit.server import ChromaServer
 from memkit.types import Episode, Fact
@@ -71,7 +71,7 @@ def test_users_beyond_the_cap_are_evicted_and_still_read_correctly(tmp_path, emb
         for u in range(40):
             hits = store.search(f"u{u}", "Which editor?", k=3, min_score=-1.0)
             assert len(hits) == 3 and {h.fact.user_id for h in hits} == {f"u{u}"}
-    assert len(store._collections) <= 2
+    assert store.vectors.loaded() <= 2
     store.close()
 
 
@@ -158,7 +158,7 @@ def _sqlite_steps(db, read):
 
 def test_reads_by_id_or_key_visit_the_rows_asked_for_not_all_of_the_users():
     records = Records()
-    log = EventLog.sqlite(records)
+    log = EventLog(records.db)
     rng = random.Random(0)
     for owner, n in (("small", 60), ("large", 4000)):
         for i in range(n):
@@ -172,7 +172,7 @@ def test_reads_by_id_or_key_visit_the_rows_asked_for_not_all_of_the_users():
         "profile by key, newest first": lambda o: log.profile(o, o, keys=["k3"], limit=2),
     }
     for name, read in reads.items():
-        small, large = _sqlite_steps(records._db, lambda: read("small")), _sqlite_steps(records._db, lambda: read("large"))
+        small, large = _sqlite_steps(records.db.conn, lambda: read("small")), _sqlite_steps(records.db.conn, lambda: read("large"))
         assert large <= 2 * small + 5, f"{name}: {large} steps for a 4,000-row user against {small} for 60 rows"
     got = log.profile("large", "large", ids=[f"large-{i}" for i in (9, 1, 5, 7)])  # in the profile's order
     assert len(got) == 4 and got == sorted(got, key=lambda f: (-f.importance, -f.valid_from, f.id))

@@ -19,8 +19,9 @@ from memkit import EventKind, FactStore, LLMExtractor, Memory, OpenAIChat
 from memkit.errors import (ConfigError, InvalidArgument, InvalidContent, IsolationError, MemkitError, MissingSessionId, MissingUserId,
                            ModelUnavailable, StorePathError)
 from memkit.episodic import EpisodicBuffer
-from memkit.log import EventLog
-from memkit.records import Records
+from memkit.store.log import EventLog
+from memkit.store.records import Records
+from memkit.store.chroma import ChromaIndex
 from memkit.types import Fact
 from memkit.reconcile import plan
 from memkit.summarize import LLMSummarizer
@@ -315,12 +316,13 @@ def chromadb_client():
 
 def test_a_log_written_before_the_profile_existed_is_folded_into_it(tmp_path, embedder):
     records = tmp_path / "old.sqlite3"
-    m = Memory(store=FactStore(chromadb_client(), embedder, records=Records(records)))
+    m = Memory(store=FactStore(ChromaIndex(chromadb_client(), embedder, "old", "custom"), Records(records),
+                               embedder=embedder))
     for text in ["I live in Rome.", "I moved to Oslo.", "I use Go."]:
         m.observe("u", "s", "user", text)
     want = sorted((f.id, f.text) for f in m.store.profile("u"))
-    m.store.log._db.execute("DELETE FROM profile")  # what a records file of the previous version holds
-    again = EventLog.sqlite(Records(records))
+    m.store.log.db.execute("DELETE FROM profile")  # what a records file of the previous version holds
+    again = EventLog(Records(records).db)
     assert sorted((f.id, f.text) for f in again.profile(m.store.owner("u"), "u")) == want
 
 
@@ -332,7 +334,7 @@ def test_the_lexical_index_is_filled_from_the_records_when_new_missing_damaged_o
     store.embed_pending("u")
     Memory(store=store).observe("u", "s2", "user", "My neighbour plays the oboe.")  # still pending at close
     # what an older memkit left: episodes (and facts before that) in FTS5, a facts-only tantivy folder
-    db = store.records._db
+    db = store.records.db
     db.execute("CREATE VIRTUAL TABLE lexical USING fts5(owner, body)")
     db.execute("CREATE TABLE lex_refs (id INTEGER PRIMARY KEY, owner TEXT, kind TEXT, ref TEXT)")
     store.close()
@@ -351,7 +353,7 @@ def test_the_lexical_index_is_filled_from_the_records_when_new_missing_damaged_o
         found = [i for i, _ in store.lexical("u", "episodes", "metric units Rome oboe", 10)]
         assert sorted(found) == sorted(e.id for e in said) and len(said) == 2  # from the records, the pending one too
         assert store.lexical("v", "episodes", "Rome oboe", 10) == []
-        tables = {r[0] for r in store.records._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        tables = {r[0] for r in store.records.db.rows("SELECT name FROM sqlite_master WHERE type = 'table'")}
         assert not tables & {"lexical", "lex_refs"} and not (path / "memkit.facts-index").exists()
         store.close()
 
@@ -414,7 +416,9 @@ import os, signal, sys
 from memkit import FactStore, LLMExtractor, Memory, OpenAIChat
 from memkit.types import EventKind
 model = OpenAIChat("m", base_url="http://127.0.0.1:9/v1", api_key="k", max_retries=0, timeout=2)  # nothing listens
-m = Memory(store=FactStore.persistent(sys.argv[1]), extractor=LLMExtractor(model))
+where = sys.argv[1]
+store = FactStore.postgres(where, namespace=sys.argv[2]) if where.startswith("postgresql") else FactStore.persistent(where)
+m = Memory(store=store, extractor=LLMExtractor(model))
 errors = 0
 for i in range(12):
     [event] = m.observe("u", "s", "user", f"My favourite number is {i}.", turn_id=f"t{i}")
@@ -424,12 +428,16 @@ os.kill(os.getpid(), signal.SIGKILL)  # no shutdown, no flush
 """
 
 
-def test_turns_that_waited_for_the_model_are_extracted_by_flush_in_a_new_process(tmp_path, fake_llm, embedder):
-    path = str(tmp_path / "store")
-    r = subprocess.run([sys.executable, "-c", OUTAGE_WRITER, path], capture_output=True, text=True, timeout=300)
+@pytest.mark.parametrize("kind", ["persistent", "postgres"])
+def test_turns_that_waited_for_the_model_are_extracted_by_flush_in_a_new_process(kind, tmp_path, request, fake_llm,
+                                                                                  embedder):
+    where = request.getfixturevalue("postgres_url") if kind == "postgres" else str(tmp_path / "store")
+    ns = f"outage{os.getpid()}"
+    r = subprocess.run([sys.executable, "-c", OUTAGE_WRITER, where, ns], capture_output=True, text=True, timeout=300)
     assert r.returncode == -signal.SIGKILL and r.stdout.split() == ["12", "12"], r.stderr[-2000:]
     model = OpenAIChat("m", base_url=fake_llm.base_url, api_key="k", max_retries=0)
-    m = Memory(store=FactStore.persistent(path, embedder), extractor=LLMExtractor(model))
+    store = FactStore.postgres(where, embedder, namespace=ns) if kind == "postgres" else FactStore.persistent(where, embedder)
+    m = Memory(store=store, extractor=LLMExtractor(model))
     assert [t.id for _, t, _ in m.pending_turns] == [f"t{i}" for i in range(12)]  # read from the records
     fake_llm.enqueue(*[json.dumps({"facts": [{"text": f"User's favourite number is {i}.", "key": f"user.n{i}",
                                               "value": str(i)}]}) for i in range(12)])
@@ -443,7 +451,7 @@ def test_turns_that_waited_for_the_model_are_extracted_by_flush_in_a_new_process
 def test_writes_that_waited_for_the_store_are_planned_by_flush_in_a_new_memory(tmp_path, embedder):
     path = str(tmp_path / "store")
     store = FactStore.persistent(path, embedder)
-    store.wait("u", [Candidate("User prefers metric units.", key="user.units", value="metric", source=("t1",))], 5.0)
+    store.queue.wait("u", [Candidate("User prefers metric units.", key="user.units", value="metric", source=("t1",))], 5.0)
     store.close()
     m = Memory(store=FactStore.persistent(path, embedder))
     assert [(u, [c.key for c in cands], t) for u, cands, t in m.pending] == [("u", ["user.units"], 5.0)]
@@ -455,22 +463,23 @@ def test_writes_that_waited_for_the_store_are_planned_by_flush_in_a_new_memory(t
 def test_records_of_an_older_memkit_migrate_once_at_open(tmp_path):
     import sqlite3
 
-    from memkit.records import MIGRATIONS
+    from memkit.store.records import MIGRATIONS
     from memkit.types import Episode
 
+    steps = MIGRATIONS["sqlite"]
     path = tmp_path / "old.sqlite3"
     db = sqlite3.connect(path)  # what memkit wrote before schema versions: the episodes table, user_version 0
-    db.executescript(MIGRATIONS[0])
+    db.executescript(steps[0])
     db.execute("INSERT INTO episodes (owner, user_id, session_id, turn_id, speaker, role, content, time, tokens, pos)"
                " VALUES ('o', 'u', 's', 't0', 'user', 'user', 'An old turn.', 1.0, 3, 0)")
     db.commit()
     db.close()
     records = Records(path)
-    assert records.version == len(MIGRATIONS)
+    assert records.version == len(steps)
     assert [e.content for e in records.episodes("o", "u")] == ["An old turn."] and records.to_extract() == []
     new = records.add_episode("o", Episode("", "u", "s", "t1", "user", "user", "A new turn.", 2.0, 3), extract=True)
     assert [e.id for e in records.to_extract()] == [new.id]
     records.close()
     again = Records(path)  # opened again: nothing to migrate, the mark kept
-    assert again.version == len(MIGRATIONS) and [e.id for e in again.to_extract()] == [new.id]
+    assert again.version == len(steps) and [e.id for e in again.to_extract()] == [new.id]
     again.close()

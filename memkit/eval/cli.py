@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..facts import MAX_USERS
+from ..store import FactStore
+from ..store.chroma import MAX_USERS
 from .. import registry
 from ..validate import out_dir
 from .data import FORMATS, SUITES
@@ -17,6 +18,19 @@ from .scale import DEFAULT_SIZES
 
 SHOWN = ["strategy", "evidence_recall", "answer_in_context", "judged_correct", "context_tokens", "repeated_lines", "tokens_per_turn", "stale",
          "op_accuracy", "duplicate_rate", "read_p50_ms", "read_p95_ms", "write_p50_ms", "write_p95_ms", "turns_per_s"]
+
+
+def _bench_store(where: str) -> FactStore:
+    """The store a bench run writes to: in memory, or a fresh namespace (its own schema) of a PostgreSQL database."""
+    import uuid
+
+    from ..errors import ConfigError
+
+    if where == "ephemeral":
+        return FactStore.ephemeral()
+    if where.startswith(("postgresql://", "postgres://")):
+        return FactStore.postgres(where, namespace=f"bench_{uuid.uuid4().hex[:8]}")
+    raise ConfigError(f"--store takes 'ephemeral' or a postgresql:// URL, got {where!r}")
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -54,8 +68,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
         options["min_score"] = args.floor
     budgets = _budgets(args.budget)
     out = out_dir(args.out)  # before the run: an unwritable folder fails at once, not after it
-    results, summary, confusion = run(convs, strategies, budget=budgets, k=args.k, progress=True,
-                                      per_turn_tokens=not args.no_turn_tokens, judge_model=judge_model, **options)
+    store = _bench_store(args.store)
+    try:
+        results, summary, confusion = run(convs, strategies, budget=budgets, k=args.k, store=store, progress=True,
+                                          per_turn_tokens=not args.no_turn_tokens, judge_model=judge_model, **options)
+    finally:
+        store.close()
     results.to_csv(out / "results.csv", index=False)
     summary.to_csv(out / "summary.csv", index=False)
     confusion.to_csv(out / "confusion.csv", index=False)
@@ -69,7 +87,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     strategy_comparison(summary).write_html(out / "plot.html", include_plotlyjs=True)
     (out / "run.json").write_text(json.dumps({"data": str(args.data), "format": fmt, "conversations": len(convs),
                                               "strategies": strategies, "budget": budgets if len(budgets) > 1 else budgets[0], "k": args.k,
-                                              **options}, indent=2))
+                                              "store": store.backend, **options}, indent=2))
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(summary[summary["type"] == "all"][[c for c in SHOWN if c in summary]].round(3).to_string(index=False))
         print()
@@ -184,13 +202,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--judge", action="store_true",
                    help="also let the MEMKIT_LLM_* model answer each probe from the context and grade it")
     b.add_argument("--no-turn-tokens", action="store_true", help="skip building a context at every turn (faster)")
+    b.add_argument("--store", default="ephemeral",
+                   help="where the run's memory lives: 'ephemeral' (default) or a postgresql:// URL (the whole "
+                        "memory in PostgreSQL + pgvector, under a fresh schema memkit_bench_<id> per run)")
     b.add_argument("--out", required=True, help="folder for results.csv, summary.csv, plot.html")
     b.set_defaults(func=cmd_bench)
     s = sub.add_parser("bench-scale", help="the read and write paths users call, as users and items grow")
     s.add_argument("--size", action="append", default=None,
                    help=f"USERSxITEMS per user; repeat (default: {' '.join(DEFAULT_SIZES)})")
-    s.add_argument("--backend", action="append", choices=["persistent", "http"], default=None,
-                   help="repeat for both (default persistent; http starts a `chroma run` per size)")
+    s.add_argument("--backend", action="append", choices=["persistent", "http", "postgres"], default=None,
+                   help="repeat for several (default persistent; http starts a `chroma run` per size, postgres "
+                        "a PostgreSQL with pgvector from the pgserver wheel: pip install 'memkit[bench]')")
     s.add_argument("--episodes", type=float, default=0.5, help="share of each user's items that are past turns")
     s.add_argument("--max-users", type=int, default=MAX_USERS, help="users whose indexes stay loaded (LRU cap)")
     s.add_argument("--queries", type=int, default=200,

@@ -12,7 +12,7 @@ import pandas as pd
 
 from .. import registry
 from ..errors import ConfigError
-from ..facts import FactStore
+from ..store import FactStore
 from ..strategies import budget_free, make
 from .data import Conversation, timestamp
 from .judge import judge

@@ -23,7 +23,8 @@ import numpy as np
 import pandas as pd
 
 from ..embed import MiniLMEmbedder, shared_embedder
-from ..facts import MAX_USERS, FactStore
+from ..store import FactStore
+from ..store.chroma import MAX_USERS
 from ..memory import Memory, episode_depth, profile_rows, profile_share
 from ..server import ChromaServer
 from ..types import Episode, Fact
@@ -101,6 +102,8 @@ def _timed(calls: Sequence[tuple[list[float], Callable[[], Any]]], rng: random.R
 
 
 def _open(backend: str, folder: Path, max_users: int, server: str | None) -> FactStore:
+    if backend == "postgres":
+        return FactStore.postgres(server, PooledEmbedder(), namespace="scale")
     if backend == "http":
         host, port = server.rsplit(":", 1)
         return FactStore.http(host, int(port), PooledEmbedder(), namespace="scale", records=folder / "records.sqlite3")
@@ -165,10 +168,10 @@ def measure(users: int, items_per_user: int, backend: str = "persistent", querie
     profile_limit = profile_rows(profile_share(memory.profile_tokens, budget), memory.k)
     for _ in range(queries):
         uid, q = rng.choice(warm_users), rng.choice(QUERIES)
-        col = store._open(uid, create=False)
+        owner = store.owner(uid)
 
-        def bare() -> None:
-            col.query(query_embeddings=[store.embed_query(q)], n_results=5)
+        def bare() -> None:  # the vector index's own query: 5 nearest ids and distances of the user
+            store.vectors.nearest(owner, uid, store.embed_query(q), 5)
 
         def indexes() -> None:
             # the index calls a context read makes (the embedding, one dense query for both parts, a lexical
@@ -185,15 +188,13 @@ def measure(users: int, items_per_user: int, backend: str = "persistent", querie
                 (fsearch, lambda: store.search(uid, q))], rng)
 
     # the write path: an observed user turn (episode, extraction, planning, upsert) beside a bare embed + add
-    bare_col = store.client.get_or_create_collection("scale-bare", embedding_function=None,
-                                                     configuration={"hnsw": {"space": "cosine"}})
     observe, bare_write = [], []
     for i in range(min(queries, 100)):
         uid = rng.choice(warm_users)
         text = rng.choice(TURNS).format(o=rng.choice(OBJECTS), p=rng.choice(OBJECTS))
         _timed([(observe, lambda: memory.observe(uid, sessions[uid], "user", text)),
-                (bare_write, lambda: bare_col.add(ids=[f"w{i}"], documents=[text],
-                                                  embeddings=[store.embed_query(text)]))], rng)
+                (bare_write, lambda: store.vectors.put("scale-bare", "scale-bare", "episodes", [f"w{i}"], [text],
+                                                       [store.embed_query(text)]))], rng)
     memory.close()
     disk = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
     if path is None:  # a temporary store: a 10,000-user size leaves gigabytes otherwise
@@ -232,7 +233,7 @@ def parse_size(text: str) -> tuple[int, int]:
 def run(sizes: Sequence[str], backends: Sequence[str] = ("persistent",), queries: int = 200,
         episode_share: float = 0.5, max_users: int = MAX_USERS, echo: Callable[[str], None] = print,
         partial: Path | None = None) -> pd.DataFrame:
-    """Every size on every backend, each in a fresh process (one server per http row); one row each.
+    """Every size on every backend, each in a fresh process (one server per http or postgres row); one row each.
     With ``partial``, the rows so far are written there as CSV after each size (a long sweep keeps what it did)."""
     rows = []
     spawn = multiprocessing.get_context("spawn")
@@ -240,12 +241,22 @@ def run(sizes: Sequence[str], backends: Sequence[str] = ("persistent",), queries
         for i, size in enumerate(sizes):
             users, items = parse_size(size)
             server = ChromaServer(max_users=max_users) if backend == "http" else None
+            pg, pg_folder = None, None
             try:
                 if server:
                     server.start()
+                    where = f"127.0.0.1:{server.port}"
+                elif backend == "postgres":  # a real PostgreSQL with pgvector from the pgserver wheel ([bench])
+                    import pgserver
+
+                    pg_folder = tempfile.mkdtemp(prefix="memkit-scale-pg-")
+                    pg = pgserver.get_server(pg_folder, cleanup_mode="stop")
+                    where = pg.get_uri()
+                else:
+                    where = None
                 with ProcessPoolExecutor(1, mp_context=spawn) as pool:
                     row = pool.submit(measure, users, items, backend, queries, episode_share, 400, max_users, i,
-                                      None, f"127.0.0.1:{server.port}" if server else None).result()
+                                      None, where).result()
                 if server:
                     row["server_peak_rss_mb"] = server.peak_rss_mb()
                 echo(f"{backend} {size}: context p95 {row['context_p95_ms']:.1f} ms, peak RSS {row['peak_rss_mb']:.0f} MB")
@@ -256,6 +267,10 @@ def run(sizes: Sequence[str], backends: Sequence[str] = ("persistent",), queries
                 if server:
                     server.stop()
                     shutil.rmtree(server.path.parent, ignore_errors=True)  # its temporary folder
+                if pg is not None:
+                    pg.cleanup()
+                if pg_folder:
+                    shutil.rmtree(pg_folder, ignore_errors=True)
             rows.append(row)
             if partial is not None:
                 pd.DataFrame(rows).to_csv(partial, index=False)

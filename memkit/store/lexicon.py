@@ -23,7 +23,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 import tantivy
 
-from .errors import IsolationError, StoreClosed
+from ..errors import IsolationError, StoreClosed
 
 # Query words that match nearly every turn and carry no topic; dropped from queries only. "user" is indexed
 # with every user turn (its speaker) and starts every fact ("User prefers ..."), so it is in half the rows or

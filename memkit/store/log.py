@@ -1,34 +1,31 @@
 """The event log and the profile it maintains (docs/architecture.md §2).
 
 Append-only, a monotonic sequence number per event, written ahead of the change to the fact index and
-marked applied after it. ``FactStore.apply`` appends the planned events (one transaction), changes Chroma,
+marked applied after it. ``FactStore.apply`` appends the planned events (one transaction), changes the index,
 then marks them applied; ``FactStore.replay`` applies what was logged but never marked, in sequence order
 and with the original times, without planning again. History is read from here.
 
 Beside the events lives the **profile**: one row per current fact of each user, kept in step with the fact
-index by every change to it (``FactStore.upsert`` and ``delete``, which applying and replaying events call),
-so it is the fold of the user's applied events. The read path takes facts from it by importance, by id or
-by key, instead of reading every fact of the user from Chroma on every query.
+index by every change to it, so it is the fold of the user's applied events. The read path takes facts from
+it by importance, by id or by key.
 
-Two databases hold the same tables: SQLite (the default: the store's records file, so one machine's
-processes share it) and PostgreSQL through psycopg (``EventLog.postgres(url)``: every app process of a
-``chroma run`` deployment, on any machine, shares one log, one profile and one per-user lock).
+The SQL is written once, for both databases the connection seam (``memkit/store/sql.py``) opens: SQLite (the
+store's records file, so one machine's processes share it) and PostgreSQL (every app process, on any machine,
+shares one log, one profile and one per-user lock).
 """
 
 from __future__ import annotations
 
 import json
-import threading
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from functools import lru_cache
-from typing import Any, Iterator, Sequence
+from typing import Iterator, Sequence
 
-from .errors import ConfigError, IsolationError, StoreClosed, StoreUnavailable
-from .records import Records
-from .types import Event, EventKind, Fact, current, fold
+from ..errors import IsolationError
+from ..types import Event, EventKind, Fact, current, fold
+from .sql import Database
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS events (
+_TABLES = """CREATE TABLE IF NOT EXISTS events (
   seq {serial} PRIMARY KEY, owner TEXT NOT NULL, id TEXT NOT NULL UNIQUE, user_id TEXT NOT NULL,
   fact_id TEXT, kind TEXT NOT NULL, time DOUBLE PRECISION NOT NULL, body TEXT NOT NULL,
   applied INTEGER NOT NULL DEFAULT 0);
@@ -39,11 +36,11 @@ CREATE TABLE IF NOT EXISTS profile (
   valid_from DOUBLE PRECISION NOT NULL, body TEXT NOT NULL, PRIMARY KEY (owner, fact_id));
 DROP INDEX IF EXISTS profile_rank;
 CREATE INDEX IF NOT EXISTS profile_order ON profile(owner, importance DESC, valid_from DESC, fact_id);
-CREATE INDEX IF NOT EXISTS profile_key ON profile(owner, key);
-"""
+CREATE INDEX IF NOT EXISTS profile_key ON profile(owner, key)"""
+# One step per version; step 1 is idempotent, since logs written before versions existed already hold it.
+MIGRATIONS = {"sqlite": (_TABLES.format(serial="INTEGER"),), "postgres": (_TABLES.format(serial="BIGSERIAL"),)}
 # Events that change the fact index; the others (NOOP, ERROR) are history only and born applied.
 EFFECTS = frozenset({EventKind.ADD, EventKind.UPDATE, EventKind.DELETE, EventKind.INVALIDATE})
-DDL_LOCK = 0x6D656D6B6974  # "memkit": the advisory lock held while creating PostgreSQL tables
 UPSERT = ("INSERT INTO profile (owner, fact_id, key, importance, valid_from, body) VALUES (?, ?, ?, ?, ?, ?) "
           "ON CONFLICT (owner, fact_id) DO UPDATE SET key = excluded.key, importance = excluded.importance, "
           "valid_from = excluded.valid_from, body = excluded.body")
@@ -58,80 +55,26 @@ def _fact(body: str) -> Fact:
 class EventLog:
     """Append-only events of every user and the profile of current facts they fold into."""
 
-    def __init__(self, db: Any, guard: Any, begin: str, param: str, lock: Any, check: Any, closer: Any = None) -> None:
-        self._db, self._guard, self._begin, self._param = db, guard, begin, param
-        self.owner_lock, self._check, self._closer = lock, check, closer
-        with guard:  # the tables exist (each constructor creates them as its database needs)
-            if not self._db.execute("SELECT 1 FROM profile LIMIT 1").fetchall():
-                self._backfill()
-
-    @classmethod
-    def sqlite(cls, records: Records) -> "EventLog":
-        """The log in the store's SQLite records file (WAL), locked per user with the records' file lock."""
-        with records._lock:
-            records._db.executescript(SCHEMA.format(serial="INTEGER"))
-        return cls(records._db, records._lock, "BEGIN IMMEDIATE", "?", records.owner_lock, records._check)
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.version = db.migrate("log", MIGRATIONS[db.dialect])
+        if not db.rows("SELECT 1 FROM profile LIMIT 1"):
+            self._backfill()
 
     @classmethod
     def postgres(cls, url: str, namespace: str = "memkit") -> "EventLog":
-        """The log in a PostgreSQL database shared by every app process (needs ``pip install memkit[postgres]``).
+        """The log in a PostgreSQL database shared by every app process (``pip install 'memkit[postgres]'``);
+        each store namespace gets its own schema."""
+        return cls(Database.postgres(url, namespace, role="event log database"))
 
-        Each store namespace gets its own schema. The per-user lock is a PostgreSQL advisory lock, so it
-        holds across machines.
-        """
-        try:
-            import psycopg
-            from psycopg import sql
-        except ImportError:
-            raise ConfigError("a PostgreSQL event log needs psycopg: pip install 'memkit[postgres]'") from None
-        try:
-            conn = psycopg.connect(url, autocommit=True)
-            schema = sql.Identifier(f"memkit_{namespace}")
-            with conn.transaction():  # one process at a time creates what is missing (IF NOT EXISTS can race)
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (DDL_LOCK,))
-                conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(schema))
-                conn.execute(sql.SQL("SET search_path TO {}").format(schema))
-                for stmt in filter(str.strip, SCHEMA.format(serial="BIGSERIAL").split(";")):
-                    conn.execute(stmt)
-        except psycopg.OperationalError as e:
-            raise StoreUnavailable(f"the event log database is unreachable: {e}".strip()) from e
-        state = {"closed": False}
-
-        def check() -> None:
-            if state["closed"]:
-                raise StoreClosed("this event log was closed; open a new store")
-
-        def close() -> None:
-            state["closed"] = True
-            conn.close()
-
-        return cls(_Postgres(conn), threading.RLock(), "BEGIN", "%s", _advisory_lock(url, namespace), check, close)
-
-    # ---- plumbing ----------------------------------------------------------------------------
-    def _sql(self, sql: str) -> str:
-        return sql if self._param == "?" else sql.replace("?", "%s")
-
-    def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[tuple]:
-        with self._guard:
-            self._check()
-            return self._db.execute(self._sql(sql), tuple(args)).fetchall()
-
-    @contextmanager
-    def _transaction(self) -> Iterator[Any]:
-        with self._guard:
-            self._check()
-            self._db.execute(self._begin)
-            try:
-                yield lambda sql, args=(): self._db.execute(self._sql(sql), tuple(args))
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+    def owner_lock(self, owner: str) -> AbstractContextManager[None]:
+        """Serialise one owner's writers across the processes sharing this log's database."""
+        return self.db.owner_lock(owner)
 
     def _backfill(self) -> None:
         """Fold the applied events into the profile: a log written before the profile existed."""
-        rows = self._db.execute(self._sql("SELECT owner, body FROM events WHERE applied = 1 AND kind IN "
-                                          "('ADD', 'UPDATE', 'DELETE', 'INVALIDATE') ORDER BY seq")).fetchall()
+        rows = self.db.rows("SELECT owner, body FROM events WHERE applied = 1 AND kind IN "
+                            "('ADD', 'UPDATE', 'DELETE', 'INVALIDATE') ORDER BY seq")
         by_owner: dict[str, list[Event]] = {}
         for owner, body in rows:
             by_owner.setdefault(owner, []).append(Event.from_dict(json.loads(body)))
@@ -145,7 +88,7 @@ class EventLog:
     def append(self, owner: str, events: Sequence[Event]) -> list[int]:
         """Log ``events`` in one transaction; returns their sequence numbers (increasing). Events that change
         nothing in the index are born applied."""
-        with self._transaction() as run:
+        with self.db.transaction() as run:
             seqs = [run("INSERT INTO events (owner, id, user_id, fact_id, kind, time, body, applied) "
                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
                         (owner, e.id, e.user_id, e.fact_id, e.kind.value, e.time,
@@ -154,38 +97,38 @@ class EventLog:
         return [int(s) for s in seqs]
 
     def mark_applied(self, owner: str, seqs: Sequence[int]) -> None:
-        with self._transaction() as run:
+        with self.db.transaction() as run:
             for seq in seqs:
                 run("UPDATE events SET applied = 1 WHERE owner = ? AND seq = ?", (owner, seq))
 
     def events(self, owner: str, user_id: str, fact_id: str | None = None) -> list[Event]:
         """The user's events in sequence order (the order they were acknowledged), optionally for one fact."""
         sql = "SELECT body FROM events WHERE owner = ?" + (" AND fact_id = ?" if fact_id else "") + " ORDER BY seq"
-        out = [Event.from_dict(json.loads(b)) for (b,) in self._rows(sql, (owner, fact_id) if fact_id else (owner,))]
+        out = [Event.from_dict(json.loads(b)) for (b,) in self.db.rows(sql, (owner, fact_id) if fact_id else (owner,))]
         for e in out:
             if e.user_id != user_id:
                 raise IsolationError(f"event {e.id} of {e.user_id!r} logged under {user_id!r}")
         return out
 
     def applied(self, seq: int) -> bool:
-        rows = self._rows("SELECT applied FROM events WHERE seq = ?", (seq,))
+        rows = self.db.rows("SELECT applied FROM events WHERE seq = ?", (seq,))
         return not rows or bool(rows[0][0])
 
     def unapplied(self) -> list[tuple[int, Event]]:
         """Logged events whose change never reached the fact index, in sequence order."""
-        rows = self._rows("SELECT seq, body FROM events WHERE applied = 0 ORDER BY seq")
+        rows = self.db.rows("SELECT seq, body FROM events WHERE applied = 0 ORDER BY seq")
         return [(int(s), Event.from_dict(json.loads(b))) for s, b in rows]
 
     # ---- profile -----------------------------------------------------------------------------
     def put_profile(self, owner: str, facts: Sequence[Fact]) -> None:
         """Insert or replace current facts in the owner's profile (``FactStore.upsert`` calls this)."""
-        with self._transaction() as run:
+        with self.db.transaction() as run:
             for f in facts:
                 run(UPSERT, (owner, f.id, f.key, f.importance, f.valid_from, json.dumps(f.to_dict(), ensure_ascii=False)))
 
     def drop_profile(self, owner: str, ids: Sequence[str]) -> None:
         """Remove facts from the owner's profile (``FactStore.delete`` calls this)."""
-        with self._transaction() as run:
+        with self.db.transaction() as run:
             for i in ids:
                 run("DELETE FROM profile WHERE owner = ? AND fact_id = ?", (owner, i))
 
@@ -203,7 +146,7 @@ class EventLog:
         lookup = ids is not None or keys is not None
         if not lookup:  # the ordered read walks the profile_order index; a lookup goes by its own key, sorted here
             sql += " ORDER BY importance DESC, valid_from DESC, fact_id" + ("" if limit is None else f" LIMIT {int(limit)}")
-        facts = [_fact(b) for (b,) in self._rows(sql, args)]
+        facts = [_fact(b) for (b,) in self.db.rows(sql, args)]
         if lookup:
             facts = sorted(facts, key=lambda f: (-f.importance, -f.valid_from, f.id))[:limit]
         for f in facts:
@@ -213,53 +156,13 @@ class EventLog:
 
     def all_facts(self) -> Iterator[tuple[str, str, str]]:
         """``(owner, fact id, text)`` of every current fact of every user, to fill the fact index."""
-        for owner, fact_id, body in self._rows("SELECT owner, fact_id, body FROM profile ORDER BY owner"):
+        for owner, fact_id, body in self.db.rows("SELECT owner, fact_id, body FROM profile ORDER BY owner"):
             yield owner, fact_id, json.loads(body)["text"]
 
     def drop(self, owner: str) -> None:
-        with self._transaction() as run:
+        with self.db.transaction() as run:
             run("DELETE FROM events WHERE owner = ?", (owner,))
             run("DELETE FROM profile WHERE owner = ?", (owner,))
 
     def close(self) -> None:
-        if self._closer is not None:
-            self._closer()
-
-
-class _Postgres:
-    """A psycopg connection that answers ``execute`` like sqlite3 (placeholders are translated by the log)."""
-
-    def __init__(self, conn: Any) -> None:
-        self.conn = conn
-
-    def execute(self, sql: str, args: tuple = ()) -> Any:
-        import psycopg
-
-        try:
-            return self.conn.execute(sql, args or None)
-        except psycopg.OperationalError as e:
-            raise StoreUnavailable(f"the event log database is unreachable: {e}".strip()) from e
-
-
-def _advisory_lock(url: str, namespace: str) -> Any:
-    """A per-owner lock held as a PostgreSQL session advisory lock, on one connection per thread."""
-    import hashlib
-
-    import psycopg
-
-    local = threading.local()
-
-    @contextmanager
-    def lock(owner: str) -> Iterator[None]:
-        conn = getattr(local, "conn", None)
-        if conn is None or conn.closed:
-            conn = local.conn = psycopg.connect(url, autocommit=True)
-        # 60 bits of a hash of namespace and owner: fits PostgreSQL's signed bigint
-        key = int(hashlib.sha256(f"{namespace}/{owner}".encode()).hexdigest()[:15], 16)
-        conn.execute("SELECT pg_advisory_lock(%s)", (key,))
-        try:
-            yield
-        finally:
-            conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
-
-    return lock
+        self.db.close()

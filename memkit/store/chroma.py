@@ -1,0 +1,301 @@
+"""Chroma as the vector index (the default backend): every Chroma call of memkit (``memkit/embed.py`` imports
+chromadb only to register its embedding functions).
+
+Layout: one collection per user, named by the user's owner hash (Chroma names allow only ``[a-zA-Z0-9._-]``),
+holding the user's *current* facts and their episodes (ids ``f:<fact id>`` and ``e:<seq>``, metadata ``part``).
+A search therefore never filters across users: it opens that user's collection or none, so its cost grows with
+the user's items, not with everyone's (docs/architecture.md §6), and a read asks one dense query for both parts.
+Stores written with a collection per part (before this layout) are moved when the store opens.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import threading
+from collections import OrderedDict
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import chromadb
+import httpx
+from chromadb.errors import NotFoundError
+
+from .. import embed as _embed  # registers memkit's embedders before any get_collection
+from .. import validate
+from ..errors import DimensionMismatch, IsolationError, MemkitError, StoreLocked, StorePathError, StoreUnavailable
+
+# Users whose index stays loaded in an embedded store (one HNSW index each); the least recently used are
+# evicted beyond it. Measured at 1,000 users with 100 items each (README, "Read path at scale").
+MAX_USERS = 64
+# cosine distance; and an index written to disk after every batch of 2 changes instead of Chroma's 1000, so a
+# small user's index is on disk when the LRU above evicts it (Chroma cannot reload an index it never wrote)
+HNSW = {"space": "cosine", "sync_threshold": 2, "batch_size": 2}
+# The two parts of a user's collection: the tag that prefixes an item's Chroma id and is its metadata "part"
+TAGS = {"facts": "f", "episodes": "e"}
+PARTS = {tag: part for part, tag in TAGS.items()}
+LEGACY_PARTS = ("facts", "episodes", "history")  # collections per part, before one collection per user
+
+
+class ChromaIndex:
+    """Vectors in one Chroma collection per user, through any Chroma client (ephemeral, persistent, http)."""
+
+    def __init__(self, client: Any, embedder: Any, namespace: str, backend: str, max_users: int = MAX_USERS) -> None:
+        self.client, self.embedder, self.namespace, self.backend = client, embedder, namespace, backend
+        self.dimension = _embed.embedder_dimension(embedder)
+        self.max_users = validate.positive_int("max_users", max_users)
+        self._collections: OrderedDict[str, Any] = OrderedDict()  # an LRU of collection handles
+        self._guard = threading.Lock()
+
+    @classmethod
+    def persistent(cls, path: str | Path, embedder: Any, namespace: str, max_users: int = MAX_USERS) -> "ChromaIndex":
+        """A Chroma ``PersistentClient`` folder, locked for this process (``StoreLocked`` in another)."""
+        validate.positive_int("max_users", max_users)
+        folder = Path(path)
+        if folder.exists() and not folder.is_dir():
+            raise StorePathError(f"{folder} is a file; FactStore.persistent needs a folder (it is created if missing)")
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            _lock_folder(folder)
+        except PermissionError as e:
+            raise StorePathError(f"cannot write to {folder} ({e.strerror}); choose a folder you can write to") from None
+        except (NotADirectoryError, FileExistsError):
+            parent = next((p for p in folder.parents if p.exists() and not p.is_dir()), folder.parent)
+            raise StorePathError(f"{folder} lies under {parent}, which is a file; FactStore.persistent needs a "
+                                 f"folder path") from None
+        _raise_open_file_limit()
+        with translated("persistent"), _hnsw_cache(max_users):  # one index per user
+            client = chromadb.PersistentClient(path=str(path))
+        return cls(client, embedder, namespace, "persistent", max_users)
+
+    @classmethod
+    def http(cls, host: str, port: int, embedder: Any, namespace: str) -> "ChromaIndex":
+        with translated(f"Chroma server at {host}:{port}"):
+            client = chromadb.HttpClient(host=host, port=port)
+        return cls(client, embedder, namespace, "http")
+
+    def collection_name(self, owner: str) -> str:
+        return self._name(owner, "user")
+
+    def _name(self, owner: str, part: str) -> str:
+        return f"{self.namespace}-{part}-{owner}"
+
+    def embedder_id(self) -> str:
+        return f"{self.embedder.name()}:{getattr(self.embedder, 'model_id', '')}"
+
+    # ---- items ---------------------------------------------------------------------------------
+    def put(self, owner: str, user_id: str, part: str, ids: Sequence[str], texts: Sequence[str],
+            vectors: Sequence[Sequence[float]], pending: tuple = ()) -> None:
+        col = self._open(owner, user_id, create=True)
+        if not ids:
+            return
+        with translated(self.backend, pending):
+            col.upsert(ids=[f"{TAGS[part]}:{i}" for i in ids], documents=list(texts),
+                       embeddings=[list(map(float, v)) for v in vectors],
+                       metadatas=[{"part": TAGS[part], "user_id": user_id}] * len(ids))
+
+    def remove(self, owner: str, user_id: str, part: str, ids: Sequence[str]) -> None:
+        col = self._open(owner, user_id, create=False)
+        if col is not None and ids:
+            with translated(self.backend):
+                col.delete(ids=[f"{TAGS[part]}:{i}" for i in ids])
+
+    def nearest(self, owner: str, user_id: str, vector: Sequence[float], n: int) -> list[tuple[str, str, float]]:
+        col = self._open(owner, user_id, create=False)
+        if col is None or n <= 0:
+            return []
+        with translated(self.backend):
+            # ids and distances only (metadata would triple the cost): the rows are read afterwards from the
+            # profile or the episode records, which check their owner. Never a ``part`` filter: Chroma's filtered
+            # query fails ("Error finding id") on an index it evicted and loaded again (docs/architecture.md §2)
+            res = col.query(query_embeddings=[list(vector)], n_results=n, include=["distances"])
+        out = []
+        for cid, dist in zip(res["ids"][0], res["distances"][0]):
+            tag, item_id = cid.split(":", 1)
+            out.append((PARTS[tag], item_id, 1.0 - float(dist)))
+        return out
+
+    def warm(self, owner: str, user_id: str) -> None:
+        """Touch the user's collection with a one-result query, which makes Chroma load it from disk."""
+        col = self._open(owner, user_id, create=False)
+        if col is not None:
+            with translated(self.backend):
+                col.query(query_embeddings=[[1.0] + [0.0] * (self.dimension - 1)], n_results=1, include=[])
+
+    def drop(self, owner: str, user_id: str) -> None:
+        with translated(self.backend):
+            for part in ("user",) + LEGACY_PARTS:
+                name = self._name(owner, part)
+                try:
+                    self.client.delete_collection(name)
+                except NotFoundError:
+                    pass
+                with self._guard:
+                    self._collections.pop(name, None)
+
+    def loaded(self) -> int:
+        """How many users' collection handles are held (at most ``max_users``)."""
+        return len(self._collections)
+
+    def close(self) -> None:
+        self._collections.clear()
+        closer = getattr(self.client, "close", None)
+        if callable(closer) and self.backend == "persistent":
+            closer()
+
+    # ---- collections ---------------------------------------------------------------------------
+    def _open(self, owner: str, user_id: str, create: bool) -> Any:
+        """The user's collection (None if it does not exist and ``create`` is false)."""
+        name = self.collection_name(owner)
+        with self._guard:
+            if name in self._collections:
+                self._collections.move_to_end(name)
+                return self._collections[name]
+        meta = {"user_id": user_id, "dimension": self.dimension, "embedder": self.embedder_id()}
+        with translated(self.backend):
+            try:
+                col = self.client.get_collection(name)
+            except (NotFoundError, ValueError):
+                if not create:
+                    return None
+                col = self.client.get_or_create_collection(name, embedding_function=self.embedder,
+                                                           configuration={"hnsw": HNSW}, metadata=meta)
+            self._check(user_id, col)
+        with self._guard:
+            self._collections[name] = col
+            while len(self._collections) > self.max_users:
+                self._collections.popitem(last=False)
+        return col
+
+    def _check(self, user_id: str, col: Any, vectors: bool = True) -> None:
+        meta = col.metadata or {}
+        if meta.get("user_id") != user_id:
+            raise IsolationError(f"collection {col.name} belongs to another user id (hash collision or tampering)")
+        if vectors and meta.get("dimension") != self.dimension:
+            raise DimensionMismatch(
+                f"the facts of user {user_id!r} were embedded by {meta.get('embedder')} with dimension "
+                f"{meta.get('dimension')}, but this store's embedder {self.embedder_id()} gives {self.dimension}. "
+                "Embeddings of different models cannot share a collection. To migrate, open a store with the old "
+                "embedder and one with the new embedder under another namespace (FactStore(..., namespace='v2')) "
+                "and call old.copy_user(user_id, new), which re-embeds every fact and its history.")
+
+    # ---- the one migration: a collection per part -> one collection per user, run when a store opens ----
+    def migrate(self) -> int:
+        """Move every user still stored with a collection per part (or cut short in a move) to one collection
+        per user; returns how many users moved. One listing of the collections, once per open."""
+        pattern = re.compile(rf"{re.escape(self.namespace)}-(user|{'|'.join(LEGACY_PARTS)})-([0-9a-f]{{40}})")
+        found: dict[str, dict[str, Any]] = {}
+        with translated(self.backend):
+            for col in self.client.list_collections():
+                m = pattern.fullmatch(col.name)
+                if m and (m.group(1) != "user" or (col.metadata or {}).get("moving")):
+                    found.setdefault(m.group(2), {})[m.group(1)] = col
+            for owner, cols in found.items():
+                self._move_user(owner, cols)
+        return len(found)
+
+    def _move_user(self, owner: str, cols: dict[str, Any]) -> None:
+        user_id = next(iter(cols.values())).metadata["user_id"]
+        legacy = {p: self.client.get_collection(c.name, embedding_function=None) for p, c in cols.items() if p != "user"}
+        for part, old in legacy.items():  # checked before anything is made: a refused move changes nothing
+            self._check(user_id, old, vectors=part in TAGS)
+        meta = {"user_id": user_id, "dimension": self.dimension, "embedder": self.embedder_id(), "moving": True}
+        col = self.client.get_or_create_collection(self.collection_name(owner), embedding_function=self.embedder,
+                                                   configuration={"hnsw": HNSW}, metadata=meta)
+        self._check(user_id, col)
+        # copies are upserts: a move cut short and begun again copies the same items again, loses none
+        for part, old in legacy.items():
+            for offset in itertools.count(0, 1000) if part in TAGS else ():
+                batch = old.get(include=["documents", "metadatas", "embeddings"], limit=1000, offset=offset)
+                if batch["ids"]:
+                    col.upsert(ids=[f"{TAGS[part]}:{i}" for i in batch["ids"]], documents=batch["documents"],
+                               embeddings=batch["embeddings"],
+                               metadatas=[{**m, "part": TAGS[part]} for m in batch["metadatas"]])
+                if len(batch["ids"]) < 1000:  # the last page: no read past it
+                    break
+        for part in legacy:  # the history collection held nothing since the event log
+            try:
+                self.client.delete_collection(self._name(owner, part))
+            except NotFoundError:
+                pass  # another process moved it first
+        col.modify(metadata={k: v for k, v in col.metadata.items() if k != "moving"})
+
+
+_FOLDER_LOCKS: dict[str, int] = {}
+
+
+def _lock_folder(folder: Path) -> None:
+    """Hold a lock on ``folder`` for this process's lifetime; another process holding it: ``StoreLocked``."""
+    key = str(folder.resolve())
+    if key in _FOLDER_LOCKS:
+        return  # this process already holds it (POSIX record locks belong to the process)
+    try:
+        import fcntl
+    except ImportError:  # Windows: no advisory lock; Chroma's own file locks remain
+        return
+    fd = os.open(folder / ".memkit.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise StoreLocked(
+            f"{folder} is open in another process. Chroma's embedded store is not safe across processes: run "
+            f"`memkit serve {folder}` (Chroma's server with a bounded index cache) and open it from every process "
+            f"with FactStore.http(host, port, records=<shared sqlite file>)") from None
+    _FOLDER_LOCKS[key] = fd
+
+
+@contextmanager
+def _hnsw_cache(indexes: int) -> Iterator[None]:
+    """Embedded Chroma keeps an LRU of (open-file soft limit // 5) loaded HNSW indexes, sized once when the
+    client is made: 204 with the common 1024. Make the client with the limit at ``5 * indexes`` (or just above
+    the files already open, if more), which sizes that LRU, then raise the limit again for the files the
+    loaded indexes hold."""
+    try:
+        import resource
+    except ImportError:  # Windows: Chroma sizes its cache from _getmaxstdio; keep its default
+        yield
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        in_use = len(os.listdir("/proc/self/fd"))
+    except OSError:
+        in_use = 256
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(max(5 * indexes + 5, in_use + 64), soft), hard))
+    except (ValueError, OSError):
+        pass
+    try:
+        yield
+    finally:
+        _raise_open_file_limit()
+
+
+def _raise_open_file_limit() -> None:
+    """Each loaded index keeps its files open: raise the soft open-file limit to the hard one, as far as allowed."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        target = hard if hard != resource.RLIM_INFINITY else 1 << 20
+        if soft < target:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (ImportError, ValueError, OSError):  # Windows, or a sandbox that refuses: keep the default
+        pass
+
+
+@contextmanager
+def translated(what: str, pending: tuple = ()) -> Iterator[None]:
+    """Turn a backend's connection failures into ``StoreUnavailable`` (carrying what was not written)."""
+    try:
+        yield
+    except MemkitError:
+        raise
+    except (httpx.TransportError, ConnectionError) as e:
+        raise StoreUnavailable(f"{what} is unreachable: {e}", pending) from e
+    except ValueError as e:
+        if "Could not connect" in str(e):
+            raise StoreUnavailable(f"{what} is unreachable: {e}", pending) from e
+        raise

@@ -1,0 +1,426 @@
+"""``FactStore``: the semantic layer's store, composed of a vector index, a text index, the records and the
+event log (docs/architecture.md §2 and §8), and where user isolation is enforced.
+
+It does no part's work and no part calls back into it: the owner hash is computed once per call and handed
+down, the closed check lives in one place, and a dense or lexical read embeds the episodes other sessions left
+pending (``embed_pending``) before it asks the index, never from inside it. Superseded versions live in the
+event log, where ``as_of`` and ``get(include_superseded=True)`` find them. There is no cross-user query.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import shutil
+import threading
+import uuid
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from .. import embed as _embed
+from .. import validate
+from ..errors import IsolationError, StoreClosed, StoreUnavailable
+from ..types import Episode, Event, Fact, Hit, current, fold
+from .base import (DEFAULT_FLOOR, EMBED_BATCH, IMPORTANCE_WEIGHT, PARTS, SIMILARITY_WEIGHT, TextIndex, VectorIndex,
+                   check_parts, check_where, episode_text, matches, owner_of, rank_score)
+from .chroma import MAX_USERS, ChromaIndex
+from .lexicon import LexicalIndex
+from .log import EventLog
+from .queue import RetryQueue
+from .records import Records
+from .sql import Database
+
+
+class FactStore:
+    """Facts and episodes per user. Build with ``ephemeral()``, ``persistent(path)``, ``http(host, port)`` or
+    ``postgres(url)``."""
+
+    def __init__(self, vectors: VectorIndex, records: Records, log: EventLog | None = None,
+                 text: TextIndex | None = None, embedder: Any = None, backend: str = "custom",
+                 embed_batch: int = EMBED_BATCH) -> None:
+        self.vectors, self.records, self.backend = vectors, records, backend
+        self.log = log or EventLog(records.db)
+        self.embedder = embedder or _embed.shared_embedder()
+        self.dimension = vectors.dimension
+        self.embed_batch = embed_batch
+        self.lexicon = text or LexicalIndex(_index_folder(records.path), records.index_lock)
+        self._locks: dict[str, threading.Lock] = {}  # per owner: plan-and-apply
+        self._batch_locks: dict[str, threading.Lock] = {}  # per owner: an embedding batch
+        self._locks_guard = threading.Lock()
+        self._closed = False
+        # parts in one database (PostgreSQL) write in one transaction; parts in several systems cannot
+        self._shared = getattr(vectors, "db", None) is records.db
+        self.queue = RetryQueue(records, self._check_open)  # what waits for a model or for the store
+        try:
+            self._open_once()
+        except BaseException:
+            self.close()
+            raise
+
+    def _unit(self) -> AbstractContextManager[Any]:
+        """One transaction around a write's parts, when they share a database."""
+        return self.records.db.transaction() if self._shared else nullcontext()
+
+    def _open_once(self) -> None:
+        """What a store does when it opens, never on a read: fill a new text index, move old layouts, replay."""
+        if not self.lexicon.filled:  # new, missing or damaged, or written by an older memkit
+            _fill(self.lexicon, self.records, self.log)
+        migrate = getattr(self.vectors, "migrate", None)
+        if callable(migrate):
+            migrate()
+        if self.records.path != ":memory:":  # a store that outlives its process
+            try:
+                self.replay()  # what a crash or an outage left logged but not applied
+            except StoreUnavailable:
+                pass  # stays logged; Memory.flush() or the next open applies it
+
+    # ---- constructors -------------------------------------------------------------------------
+    @classmethod
+    def ephemeral(cls, embedder: Any = None) -> "FactStore":
+        """In-process and in memory; gone when the process ends. For tests and notebooks, not for users' data."""
+        import chromadb
+
+        embedder = embedder or _embed.shared_embedder()
+        # Every EphemeralClient in a process shares one system: a random namespace keeps stores apart.
+        vectors = ChromaIndex(chromadb.EphemeralClient(), embedder, f"mk{uuid.uuid4().hex[:8]}", "ephemeral")
+        return cls(vectors, Records(), embedder=embedder, backend="ephemeral")
+
+    @classmethod
+    def persistent(cls, path: str, embedder: Any = None, namespace: str = "memkit",
+                   max_users: int = MAX_USERS) -> "FactStore":
+        """On disk at ``path`` (Chroma ``PersistentClient``), for one process.
+
+        Chroma's embedded store is not safe across processes, so the folder is locked for this process:
+        another process that opens it gets ``StoreLocked`` (several processes: ``chroma run`` and ``http``,
+        or ``postgres``). At most ``max_users`` users' indexes stay loaded (least recently used evicted), which
+        bounds memory; a user read after eviction loads again from disk.
+        """
+        embedder = embedder or _embed.shared_embedder()
+        vectors = ChromaIndex.persistent(path, embedder, namespace, max_users)
+        return cls(vectors, Records(Path(path) / f"{namespace}.sqlite3"), embedder=embedder, backend="persistent")
+
+    @classmethod
+    def http(cls, host: str = "localhost", port: int = 8000, embedder: Any = None, namespace: str = "memkit",
+             records: str | Path | None = None, log: str | None = None) -> "FactStore":
+        """A ``chroma run`` server (Chroma ``HttpClient``); ``StoreUnavailable`` if it does not answer.
+
+        ``records`` is the SQLite file of the episodes and the lexical index, and of the event log and
+        profile unless ``log`` names a PostgreSQL database (docs/architecture.md §2). By default
+        ``~/.memkit/records-<host>-<port>-<namespace>.sqlite3``, so every process of this machine that talks to
+        the same server shares it. Several machines: ``FactStore.postgres(url)`` keeps everything in one database.
+        """
+        embedder = embedder or _embed.shared_embedder()
+        vectors = ChromaIndex.http(host, port, embedder, namespace)
+        if records is None:
+            folder = Path.home() / ".memkit"
+            folder.mkdir(parents=True, exist_ok=True)
+            records = folder / f"records-{re.sub(r'[^A-Za-z0-9._-]', '_', host)}-{port}-{namespace}.sqlite3"
+        return cls(vectors, Records(records), EventLog.postgres(log, namespace) if log else None,
+                   embedder=embedder, backend="http")
+
+    @classmethod
+    def postgres(cls, url: str, embedder: Any = None, namespace: str = "memkit") -> "FactStore":
+        """The whole memory in one PostgreSQL database (``pip install 'memkit[postgres]'``): vectors in pgvector,
+        words in PostgreSQL's full-text search, the records, the event log, the profile and a per-user advisory
+        lock. Every app process on every machine opens the same ``url``; no routing by user."""
+        from .postgres import PgTextIndex, PgVectorIndex
+
+        embedder = embedder or _embed.shared_embedder()
+        db = Database.postgres(url, namespace)
+        return cls(PgVectorIndex(db, embedder), Records(db), EventLog(db), PgTextIndex(db), embedder=embedder,
+                   backend="postgres")
+
+    # ---- owners ---------------------------------------------------------------------------------
+    def owner(self, user_id: str) -> str:
+        """The hash that owns ``user_id``'s rows and names their index."""
+        return owner_of(user_id)
+
+    def _owner(self, user_id: str) -> str:
+        """Every call's entry: refused on a closed store, the user id checked and hashed once."""
+        if self._closed:
+            raise StoreClosed("this FactStore was closed; open a new one")
+        return owner_of(user_id)
+
+    def collection_name(self, user_id: str) -> str:
+        """The Chroma collection that holds ``user_id``'s items (Chroma backends only)."""
+        return self.vectors.collection_name(owner_of(user_id))  # type: ignore[attr-defined]
+
+    def warm(self, user_id: str, session: str | None = None) -> None:
+        """Load the user's index now (``Memory.session`` calls this in the background, for the session that
+        opened): embed what other sessions left pending, read the profile rows a first read takes, and touch the
+        vector index."""
+        owner = self._owner(user_id)
+        self._embed_pending(owner, user_id, session)
+        self.log.profile(owner, user_id, 32)
+        self.vectors.warm(owner, user_id)
+
+    # ---- facts -------------------------------------------------------------------------------
+    def upsert(self, user_id: str, facts: Sequence[Fact]) -> None:
+        """Insert or replace ``facts`` (by id) for ``user_id``; every fact must belong to that user."""
+        owner = self._owner(user_id)
+        if not facts:
+            self.vectors.put(owner, user_id, "facts", [], [], [])
+            return
+        self._change(owner, user_id, facts, [])
+
+    def get(self, user_id: str, ids: Sequence[str] | None = None, where: dict[str, Any] | None = None,
+            include_superseded: bool = False) -> list[Fact]:
+        """The user's current facts, oldest first (from the profile), filtered by ``ids`` and ``where`` (Chroma's
+        filter language); with ``include_superseded``, also the versions they replaced (from the log)."""
+        where = check_where(where)
+        owner = self._owner(user_id)
+        wanted = set(ids) if ids is not None else None
+        facts = [f for f in self.log.profile(owner, user_id) if (wanted is None or f.id in wanted) and matches(where, f)]
+        if include_superseded:  # the closed versions, from the log
+            have = {x.id for x in facts}
+            facts += [f for f in fold(self.log.events(owner, user_id)).values() if f is not None and f.valid_to is not None
+                      and f.id not in have and (wanted is None or f.id in wanted) and matches(where, f)]
+        return sorted(facts, key=lambda f: (f.created_at, f.id))
+
+    def delete(self, user_id: str, ids: Sequence[str]) -> None:
+        """Remove facts by id from ``user_id``'s index (only theirs: other ids match nothing)."""
+        self._change(self._owner(user_id), user_id, [], ids)
+
+    def _change(self, owner: str, user_id: str, facts: Sequence[Fact], ids: Sequence[str]) -> None:
+        """Upsert ``facts``, then delete ``ids``: in the vector index, then in the text index, then in the profile."""
+        if not facts and not ids:
+            return
+        for f in facts:
+            if f.user_id != user_id:
+                raise IsolationError(f"fact {f.id} belongs to {f.user_id!r}, not {user_id!r}")
+        vectors = self.embedder([f.text for f in facts]) if facts else []
+        with self._unit():
+            if facts:
+                self.vectors.put(owner, user_id, "facts", [f.id for f in facts], [f.text for f in facts], vectors,
+                                 pending=tuple(facts))
+            if ids:
+                self.vectors.remove(owner, user_id, "facts", ids)
+            self.lexicon.change(owner, "facts", [(f.id, f.text) for f in facts], ids)
+            self.log.put_profile(owner, facts)
+            self.log.drop_profile(owner, ids)
+
+    def profile(self, user_id: str, limit: int | None = None, ids: Sequence[str] | None = None,
+                keys: Sequence[str] | None = None) -> list[Fact]:
+        """The user's current facts as the maintained profile holds them (no vector read): the ``limit`` most
+        important, or those with the given ids or keys (docs/architecture.md §2)."""
+        return self.log.profile(self._owner(user_id), user_id, limit, ids, keys)
+
+    def count(self, user_id: str, include_superseded: bool = False) -> int:
+        return len(self.get(user_id, include_superseded=include_superseded))
+
+    def search(self, user_id: str, query: str, k: int = 5, min_score: float = DEFAULT_FLOOR,
+               where: dict[str, Any] | None = None,
+               weights: tuple[float, float] = (SIMILARITY_WEIGHT, IMPORTANCE_WEIGHT)) -> list[Hit]:
+        """The user's facts closest to ``query``: similarity = 1 - cosine distance (higher is closer).
+
+        Hits whose similarity is below ``min_score`` (the floor) or that fail ``where`` are dropped; the rest are
+        ranked by ``score = weights[0] * similarity + weights[1] * importance`` (0.7/0.3) and the top ``k``
+        returned.
+        """
+        where = check_where(where)
+        query = validate.query(query)
+        k = validate.positive_int("k", k)
+        owner = self._owner(user_id)
+        if not query.strip():
+            return []
+        vector = self.embed_query(query)
+        # the nearest ``want`` facts that pass the filter: ids and similarities of more items than that (the
+        # user's episodes share the index), more again if too few were such facts, then their rows from the
+        # maintained profile
+        want, n = max(k * 3, 10), 8 * max(k * 3, 10)
+        while True:
+            items = self.vectors.nearest(owner, user_id, vector, n)
+            sims = {item_id: sim for part, item_id, sim in items if part == "facts"}
+            rows = [f for f in self.log.profile(owner, user_id, ids=list(sims)) if matches(where, f)]
+            if len(rows) >= want or len(items) < n:
+                break
+            n *= 4
+        top = {f.id for f in sorted(rows, key=lambda f: -sims[f.id])[:want]}
+        hits = [Hit(f, sims[f.id], rank_score(sims[f.id], f.importance, weights)) for f in rows if f.id in top]
+        hits.sort(key=lambda h: -h.score)
+        return [h for h in hits if h.similarity >= min_score][:k]
+
+    # ---- episodes ----------------------------------------------------------------------------
+    def add_episode(self, user_id: str, episode: Episode, extract: bool = False) -> Episode:
+        """Keep an observed turn: recorded now, embedded and indexed lexically in a batch (docs/architecture.md §2).
+        With ``extract`` the record says, in the same commit, that its facts are still to be extracted, until
+        ``extracted`` settles it: a turn whose extraction waits for the model survives the process."""
+        owner = self._owner(user_id)
+        if episode.user_id != user_id:
+            raise IsolationError(f"episode of {episode.user_id!r} offered to {user_id!r}")
+        stored = self.records.add_episode(owner, episode, extract)
+        if self.records.count_episodes(owner, pending=True) >= self.embed_batch:
+            self._embed_pending(owner, user_id, None)
+        return stored
+
+    def embed_pending(self, user_id: str, but_session: str | None = None) -> int:
+        """Embed the user's episodes that are recorded but not yet in the vector index, and index them lexically
+        (one commit), leaving ``but_session``'s pending (a reader's own session: its turns are in its window or
+        summary, never recalled as episodes); returns how many."""
+        return self._embed_pending(self._owner(user_id), user_id, but_session)
+
+    def _embed_pending(self, owner: str, user_id: str, but_session: str | None) -> int:
+        with self._locks_guard:
+            lock = self._batch_locks.setdefault(owner, threading.Lock())
+        with lock:  # a read and a session's warm-up at once: one batch, the other finds nothing left
+            pending = self.records.episodes(owner, user_id, pending=True, but_session=but_session)
+            if not pending:
+                return 0
+            texts = [episode_text(e) for e in pending]
+            vectors = self.embedder(texts)
+            with self._unit():
+                self.vectors.put(owner, user_id, "episodes", [e.id for e in pending], texts, vectors)
+                self.lexicon.change(owner, "episodes", [(e.id, t) for e, t in zip(pending, texts)])
+                self.records.mark_embedded(owner, [e.id for e in pending])
+            return len(pending)
+
+    def episodes(self, user_id: str, ids: Sequence[str] | None = None) -> list[Episode]:
+        """The user's episodes (all, or by id), in the order they were observed."""
+        return self.records.episodes(self._owner(user_id), user_id, ids)
+
+    def neighbours(self, user_id: str, episode: Episode, span: int = 1) -> list[Episode]:
+        """The turns around ``episode`` in its session."""
+        return self.records.neighbours(self._owner(user_id), user_id, episode, span)
+
+    def embed_query(self, query: str) -> list[float]:
+        """The query's vector, computed once and shared by the dense searches of one read."""
+        return list(map(float, self.embedder([query])[0]))
+
+    def dense(self, user_id: str, vector: Sequence[float], depths: dict[str, int],
+              session: str | None = None) -> dict[str, list[tuple[str, float]]]:
+        """``(id, similarity)`` of the user's items nearest to ``vector``, closest first, per part: one query
+        for ``sum(depths)`` items of both parts, of which each part keeps at most its own depth (so with
+        ``{"facts": 100}`` alone, the facts among the nearest 100 items). A reader in ``session`` does not
+        wait for that session's pending turns (``embed_pending``)."""
+        check_parts(depths)
+        owner = self._owner(user_id)
+        if "episodes" in depths:
+            self._embed_pending(owner, user_id, session)  # a read never misses another session's turn
+        found: dict[str, list[tuple[str, float]]] = {part: [] for part in depths}
+        for part, item_id, sim in self.vectors.nearest(owner, user_id, vector, sum(max(k, 0) for k in depths.values())):
+            if part in found and len(found[part]) < depths[part]:
+                found[part].append((item_id, sim))
+        return found
+
+    def lexical(self, user_id: str, part: str, query: str, k: int,
+                session: str | None = None) -> list[tuple[str, float]]:
+        """``(id, score)`` of the user's ``facts`` or ``episodes`` that share words with ``query``, best first.
+        A reader in ``session`` does not wait for that session's pending turns (``embed_pending``)."""
+        check_parts([part])
+        owner = self._owner(user_id)
+        if part == "episodes":
+            self._embed_pending(owner, user_id, session)  # a read never misses another session's turn
+        return self.lexicon.search(owner, part, query, k)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosed("this FactStore was closed; open a new one")
+
+    # ---- event log and history ---------------------------------------------------------------
+    def apply(self, user_id: str, events: Sequence[Event]) -> None:
+        """Log ``events`` (write-ahead), change the fact index, then mark them applied (docs/architecture.md §2)."""
+        owner = self._check_events(user_id, events)
+        with self._unit():  # in one database, the three steps commit together; otherwise the log is ahead
+            seqs = self.log.append(owner, events)
+            self._effect(owner, user_id, events)
+            self.log.mark_applied(owner, seqs)
+
+    def record(self, user_id: str, events: Sequence[Event]) -> None:
+        """Append events that change nothing in the index (NOOP, ERROR, copied history) to the log."""
+        owner = self._check_events(user_id, events)
+        self.log.mark_applied(owner, self.log.append(owner, events))
+
+    def replay(self) -> list[Event]:
+        """Apply logged events whose change never reached the index (a crash, an outage), in sequence order,
+        with their original times; never planned again. Returns what was applied."""
+        done = []
+        for seq, e in self.log.unapplied():
+            # under the user's lock, and checked again inside it: an event unapplied only because its writer
+            # (another thread or process) is still applying it is left to that writer
+            with self.user_lock(e.user_id):
+                if self.log.applied(seq):
+                    continue
+                owner = owner_of(e.user_id)
+                self._effect(owner, e.user_id, [e])
+                self.log.mark_applied(owner, [seq])
+            done.append(e)
+        return done
+
+    def _effect(self, owner: str, user_id: str, events: Sequence[Event]) -> None:
+        # what the events leave current is upserted; a deleted or closed version leaves the index (its closed
+        # version lives on in the log)
+        state = fold(events)
+        now_current = current(state)
+        self._change(owner, user_id, now_current, [i for i in state if i not in {f.id for f in now_current}])
+
+    def _check_events(self, user_id: str, events: Sequence[Event]) -> str:
+        owner = self._owner(user_id)
+        for e in events:
+            if e.user_id != user_id:
+                raise IsolationError(f"event {e.id} belongs to {e.user_id!r}, not {user_id!r}")
+        return owner
+
+    def history(self, user_id: str, fact_id: str | None = None) -> list[Event]:
+        """The user's events in the order they were acknowledged, optionally for one fact."""
+        return self.log.events(self._owner(user_id), user_id, fact_id)
+
+    @contextmanager
+    def user_lock(self, user_id: str) -> Iterator[None]:
+        """Serialise one user's plan-and-apply: across threads, and across processes sharing the records or log."""
+        owner = self._owner(user_id)
+        with self._locks_guard:
+            lock = self._locks.setdefault(owner, threading.Lock())
+        with lock, self.log.owner_lock(owner):
+            yield
+
+    def as_of(self, user_id: str, t: "float | datetime") -> list[Fact]:
+        """The user's facts as they were at time ``t`` (seconds since the epoch, or a ``datetime``), replayed from
+        the history."""
+        t = validate.time_point("t", t)
+        state = fold(e for e in self.history(user_id) if e.time <= t)
+        return [f for f in state.values() if f is not None and (f.valid_to is None or f.valid_to > t)]
+
+    def copy_user(self, user_id: str, target: "FactStore") -> int:
+        """Re-embed ``user_id``'s facts and history into ``target`` (a migration path); returns facts copied."""
+        facts = self.get(user_id)
+        target.upsert(user_id, facts)
+        target.record(user_id, self.history(user_id))
+        return len(facts)
+
+    def drop_user(self, user_id: str) -> None:
+        """Forget everything about ``user_id``: facts, episodes, lexical rows and history."""
+        owner = self._owner(user_id)
+        self.records.drop_owner(owner)
+        self.lexicon.drop(owner, list(PARTS))
+        self.log.drop(owner)
+        self.vectors.drop(owner, user_id)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        """Release every part; every later call raises ``StoreClosed``."""
+        self._closed = True
+        self.vectors.close()
+        self.lexicon.close()
+        self.records.close()
+        self.log.close()
+
+
+def _index_folder(records: str) -> Path | None:
+    """Where the tantivy index of a records file lives: beside it (``memkit.sqlite3`` -> ``memkit.lexical``)."""
+    return None if records == ":memory:" else Path(records).with_suffix(".lexical")
+
+
+def _fill(text: TextIndex, records: Records, log: EventLog) -> None:
+    """Fill a text index from the truth it derives from (the profile and the embedded episodes), and drop what
+    an older memkit kept for it (FTS5 tables, a facts-only folder)."""
+    text.fill(itertools.chain(((owner, "facts", ref, body) for owner, ref, body in log.all_facts()),
+                              ((owner, "episodes", e.id, episode_text(e)) for owner, e in records.embedded())))
+    records.drop_fts()
+    if records.path != ":memory:" and records.db.dialect == "sqlite":
+        shutil.rmtree(Path(records.path).with_suffix(".facts-index"), ignore_errors=True)
+    text.mark_filled()

@@ -1,0 +1,143 @@
+"""PostgreSQL as the vector and text index of ``FactStore.postgres(url)``: pgvector for the dense channel and
+PostgreSQL's full-text search for the lexical one, in the same database as the records and the event log, so
+one write is one transaction (docs/architecture.md §8).
+
+The dense query is exact within the owner: it reads the owner's rows by the primary key and orders them by
+cosine distance. pgvector's HNSW index is not used, on purpose: the pgvector that ships here (0.6) has no
+iterative index scan, so an HNSW scan filtered by owner returns at most ``hnsw.ef_search`` (40) items of
+*everyone's* before the filter, and a user would get fewer than the items asked for, or none. A user holds
+hundreds to thousands of items; an exact scan of them costs milliseconds (``memkit bench-scale --backend
+postgres``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+from .. import embed as _embed
+from ..errors import DimensionMismatch
+from .lexicon import lexical_text, query_terms
+from .sql import Database
+
+VECTOR_STEPS = (
+    """CREATE EXTENSION IF NOT EXISTS vector SCHEMA public;
+CREATE TABLE vector_space (dimension INTEGER NOT NULL, embedder TEXT NOT NULL);
+CREATE TABLE items (owner TEXT NOT NULL, part TEXT NOT NULL, id TEXT NOT NULL, vector public.vector NOT NULL,
+  PRIMARY KEY (owner, part, id))""",
+)
+TEXT_STEPS = (
+    """CREATE TABLE lexemes (owner TEXT NOT NULL, part TEXT NOT NULL, id TEXT NOT NULL, tsv tsvector NOT NULL,
+  PRIMARY KEY (owner, part, id));
+CREATE INDEX lexemes_words ON lexemes USING GIN (tsv)""",
+)
+TIES = 10  # hits read past the top k, so that items tied at the cut are chosen by id
+
+
+def _literal(vector: Sequence[float]) -> str:
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
+class PgVectorIndex:
+    """Every user's item vectors in one pgvector table, searched exactly within one owner (cosine)."""
+
+    def __init__(self, db: Database, embedder: Any) -> None:
+        self.db, self.embedder = db, embedder
+        self.dimension = _embed.embedder_dimension(embedder)
+        db.migrate("vectors", VECTOR_STEPS)
+        ident = f"{embedder.name()}:{getattr(embedder, 'model_id', '')}"
+        with db.transaction() as run:
+            space = run("SELECT dimension, embedder FROM vector_space").fetchall()
+            if not space:
+                run("INSERT INTO vector_space (dimension, embedder) VALUES (?, ?)", (self.dimension, ident))
+        if space and space[0][0] != self.dimension:
+            raise DimensionMismatch(
+                f"this database's vectors were embedded by {space[0][1]} with dimension {space[0][0]}, but this "
+                f"store's embedder {ident} gives {self.dimension}. Embeddings of different models cannot share an "
+                "index. To migrate, open the new embedder's store under another namespace "
+                "(FactStore.postgres(url, namespace='v2')) and call old.copy_user(user_id, new).")
+
+    def put(self, owner: str, user_id: str, part: str, ids: Sequence[str], texts: Sequence[str],
+            vectors: Sequence[Sequence[float]], pending: tuple = ()) -> None:
+        with self.db.transaction() as run:
+            for item_id, vector in zip(ids, vectors):
+                run("INSERT INTO items (owner, part, id, vector) VALUES (?, ?, ?, ?::public.vector) "
+                    "ON CONFLICT (owner, part, id) DO UPDATE SET vector = excluded.vector",
+                    (owner, part, item_id, _literal(vector)))
+
+    def remove(self, owner: str, user_id: str, part: str, ids: Sequence[str]) -> None:
+        with self.db.transaction() as run:
+            for item_id in ids:
+                run("DELETE FROM items WHERE owner = ? AND part = ? AND id = ?", (owner, part, item_id))
+
+    def nearest(self, owner: str, user_id: str, vector: Sequence[float], n: int) -> list[tuple[str, str, float]]:
+        if n <= 0:
+            return []
+        rows = self.db.rows("SELECT part, id, vector OPERATOR(public.<=>) ?::public.vector AS d FROM items "
+                            "WHERE owner = ? ORDER BY d, part, id LIMIT ?", (_literal(vector), owner, n))
+        return [(part, item_id, 1.0 - float(d)) for part, item_id, d in rows]
+
+    def warm(self, owner: str, user_id: str) -> None:
+        self.db.rows("SELECT count(*) FROM items WHERE owner = ?", (owner,))
+
+    def drop(self, owner: str, user_id: str) -> None:
+        self.db.execute("DELETE FROM items WHERE owner = ?", (owner,))
+
+    def close(self) -> None:
+        self.db.close()
+
+
+class PgTextIndex:
+    """Every user's item words in one ``tsvector`` table (GIN), ranked by ``ts_rank_cd`` within one owner's part.
+
+    Not BM25: its recall beside tantivy is measured in the README ("PostgreSQL backend")."""
+
+    filled = True  # written in the same transactions as the records it is derived from: never behind them
+
+    def __init__(self, db: Database, config: str = "english", rank: str = "ts_rank_cd", normalization: int = 0) -> None:
+        if rank not in ("ts_rank", "ts_rank_cd"):
+            raise ValueError(f"unknown rank {rank!r}; choose ts_rank or ts_rank_cd")
+        self.db, self.config, self.rank, self.normalization = db, config, rank, int(normalization)
+        db.migrate("text", TEXT_STEPS)
+
+    def mark_filled(self) -> None:
+        pass
+
+    def fill(self, rows: Iterable[tuple[str, str, str, str]]) -> None:
+        with self.db.transaction() as run:
+            for owner, part, ref, text in rows:
+                self._put(run, owner, part, ref, text)
+
+    def change(self, owner: str, part: str, put: Sequence[tuple[str, str]], remove: Sequence[str] = ()) -> None:
+        if not put and not remove:
+            return
+        with self.db.transaction() as run:
+            for ref, text in put:
+                self._put(run, owner, part, ref, text)
+            for ref in remove:
+                run("DELETE FROM lexemes WHERE owner = ? AND part = ? AND id = ?", (owner, part, ref))
+
+    def _put(self, run: Any, owner: str, part: str, ref: str, text: str) -> None:
+        run("INSERT INTO lexemes (owner, part, id, tsv) VALUES (?, ?, ?, to_tsvector(?::regconfig, ?)) "
+            "ON CONFLICT (owner, part, id) DO UPDATE SET tsv = excluded.tsv",
+            (owner, part, ref, self.config, lexical_text(text)))
+
+    def search(self, owner: str, part: str, query: str, k: int) -> list[tuple[str, float]]:
+        terms = query_terms(query)
+        if not terms or k <= 0:
+            return []
+        words = " | ".join("'" + t.replace("'", "''").replace("\\", "") + "'" for t in terms)
+        rows = self.db.rows(
+            f"SELECT id, {self.rank}(tsv, q, ?) AS score FROM lexemes, to_tsquery(?::regconfig, ?) AS q "
+            "WHERE owner = ? AND part = ? AND tsv @@ q ORDER BY score DESC, length(id), id LIMIT ?",
+            (self.normalization, self.config, words, owner, part, k + TIES))
+        found = [(item_id, float(score)) for item_id, score in rows]
+        found.sort(key=lambda hit: (-hit[1], len(hit[0]), hit[0]))  # ties go to the earlier id, as in tantivy
+        return found[:k]
+
+    def drop(self, owner: str, parts: Sequence[str]) -> None:
+        with self.db.transaction() as run:
+            for part in parts:
+                run("DELETE FROM lexemes WHERE owner = ? AND part = ?", (owner, part))
+
+    def close(self) -> None:
+        self.db.close()

@@ -1,0 +1,206 @@
+"""One connection seam for the records and the event log: SQLite (the embedded default) or PostgreSQL (psycopg).
+
+Both speak the same SQL with ``?`` placeholders; a PostgreSQL connection translates them. A ``Database`` owns
+its connection, its thread guard, the statement that opens a write transaction and the per-owner lock that
+processes sharing it take, so the modules above it hold SQL and nothing about where it runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import re
+import sqlite3
+import threading
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+from ..errors import ConfigError, StoreClosed, StoreUnavailable
+
+DDL_LOCK = 0x6D656D6B6974  # "memkit": the advisory lock held while a PostgreSQL schema is created or migrated
+
+
+class Database:
+    """A connection with the dialect, the guard and the locks the records and the log share."""
+
+    def __init__(self, conn: Any, dialect: str, owner_lock: Callable[[str], AbstractContextManager[None]],
+                 closer: Callable[[], None], path: str = ":memory:",
+                 index_lock: Callable[[], AbstractContextManager[None]] = nullcontext) -> None:
+        self.conn, self.dialect, self.path = conn, dialect, path
+        self.owner_lock, self.index_lock, self._closer = owner_lock, index_lock, closer
+        self.guard = threading.RLock()
+        self.closed = False
+        self._depth = 0  # transactions open on this connection (one thread at a time holds the guard)
+
+    @classmethod
+    def sqlite(cls, path: str | Path = ":memory:") -> "Database":
+        """A SQLite file in WAL mode (or ``":memory:"``); processes sharing the file lock owners with byte locks."""
+        path = str(path)
+        # processes sharing the file wait for each other's write transactions (up to 30 s) instead of failing
+        conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30.0)
+        if path != ":memory:":
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+        fd = None
+        if path != ":memory:" and importlib.util.find_spec("fcntl"):  # Windows: SQLite's own locking only
+            fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+
+        def byte_lock(offset: int) -> AbstractContextManager[None]:
+            return _byte_lock(fd, offset) if fd is not None else nullcontext()
+
+        def close() -> None:
+            conn.close()
+            if fd is not None:
+                os.close(fd)
+
+        # one byte per owner hash prefix (4 billion slots); the lexical index's writer lock one byte past them
+        return cls(conn, "sqlite", lambda owner: byte_lock(int(owner[:8], 16)), close, path,
+                   index_lock=lambda: byte_lock(1 << 32))
+
+    @classmethod
+    def postgres(cls, url: str, namespace: str = "memkit", role: str = "PostgreSQL database") -> "Database":
+        """A PostgreSQL database; each namespace gets its own schema, and the per-owner lock is an advisory lock,
+        so it holds across machines (``pip install 'memkit[postgres]'``)."""
+        try:
+            import psycopg
+            from psycopg import sql
+        except ImportError:
+            raise ConfigError("a PostgreSQL store needs psycopg: pip install 'memkit[postgres]'") from None
+        try:
+            conn = psycopg.connect(url, autocommit=True)
+            schema = sql.Identifier(f"memkit_{namespace}")
+            with conn.transaction():  # one process at a time creates the schema (IF NOT EXISTS can race)
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (DDL_LOCK,))
+                conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(schema))
+            conn.execute(sql.SQL("SET search_path TO {}, public").format(schema))
+        except psycopg.OperationalError as e:
+            raise StoreUnavailable(f"the {role} ({_safe(url)}) is unreachable: {e}".strip()) from e
+        return cls(conn, "postgres", _advisory_lock(url, namespace), conn.close, url)
+
+    # ---- statements -----------------------------------------------------------------------------
+    def check(self) -> None:
+        if self.closed:
+            raise StoreClosed("this store's database was closed; open a new store")
+
+    def execute(self, sql: str, args: Sequence[Any] = ()) -> Any:
+        """Run one statement under the guard (placeholders ``?``)."""
+        with self.guard:
+            self.check()
+            return self._run(sql, args)
+
+    def rows(self, sql: str, args: Sequence[Any] = ()) -> list[tuple]:
+        with self.guard:
+            self.check()
+            return self._run(sql, args).fetchall()
+
+    def _run(self, sql: str, args: Sequence[Any]) -> Any:
+        if self.dialect == "sqlite":
+            return self.conn.execute(sql, tuple(args))
+        import psycopg
+
+        try:
+            return self.conn.execute(sql.replace("?", "%s"), tuple(args) or None)
+        except psycopg.OperationalError as e:
+            raise StoreUnavailable(f"the PostgreSQL database is unreachable: {e}".strip()) from e
+
+    @contextmanager
+    def transaction(self) -> Iterator[Callable[..., Any]]:
+        """One write transaction: yields ``run(sql, args)``; committed on exit, rolled back on an error. A
+        transaction opened inside another (same thread) joins it: one commit for both."""
+        with self.guard:
+            self.check()
+            run = lambda sql, args=(): self._run(sql, args)  # noqa: E731
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield run
+                finally:
+                    self._depth -= 1
+                return
+            self._run("BEGIN IMMEDIATE" if self.dialect == "sqlite" else "BEGIN", ())
+            self._depth = 1
+            try:
+                yield run
+                self._run("COMMIT", ())
+            except BaseException:
+                self._run("ROLLBACK", ())
+                raise
+            finally:
+                self._depth = 0
+
+    def migrate(self, name: str, steps: Sequence[str]) -> int:
+        """Run the ``steps`` of component ``name`` (each ``;``-separated statements) not yet applied, in one
+        transaction, and return its schema version (a row of ``schema_versions``). Run once when a store opens,
+        never on a read."""
+        if self.version(name) >= len(steps):
+            return len(steps)
+        with self.transaction() as run:  # one process migrates; the others wait, then find it done
+            if self.dialect == "postgres":
+                run("SELECT pg_advisory_xact_lock(?)", (DDL_LOCK,))
+            run("CREATE TABLE IF NOT EXISTS schema_versions (name TEXT PRIMARY KEY, version INTEGER NOT NULL)")
+            version = self.version(name)
+            for step in steps[version:]:
+                for statement in filter(str.strip, step.split(";")):
+                    run(statement)
+            run("INSERT INTO schema_versions (name, version) VALUES (?, ?) ON CONFLICT (name) DO UPDATE "
+                "SET version = excluded.version", (name, len(steps)))
+        return len(steps)
+
+    def version(self, name: str) -> int:
+        """How many migration steps of component ``name`` the database has (a records file written before
+        ``schema_versions`` existed counted them in ``PRAGMA user_version``)."""
+        if self.dialect == "sqlite":
+            listed = self.rows("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_versions'")
+        else:
+            listed = self.rows("SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() "
+                               "AND table_name = 'schema_versions'")
+        found = self.rows("SELECT version FROM schema_versions WHERE name = ?", (name,)) if listed else []
+        if found:
+            return found[0][0]
+        return self.rows("PRAGMA user_version")[0][0] if self.dialect == "sqlite" and name == "records" else 0
+
+    def close(self) -> None:
+        with self.guard:
+            if not self.closed:
+                self.closed = True
+                self._closer()
+
+
+def _safe(url: str) -> str:
+    """A database URL without its password, for messages."""
+    return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", url)
+
+
+@contextmanager
+def _byte_lock(fd: int, offset: int) -> Iterator[None]:
+    import fcntl
+
+    fcntl.lockf(fd, fcntl.LOCK_EX, 1, offset)
+    try:
+        yield
+    finally:
+        fcntl.lockf(fd, fcntl.LOCK_UN, 1, offset)
+
+
+def _advisory_lock(url: str, namespace: str) -> Callable[[str], AbstractContextManager[None]]:
+    """A per-owner lock held as a PostgreSQL session advisory lock, on one connection per thread."""
+    import psycopg
+
+    local = threading.local()
+
+    @contextmanager
+    def lock(owner: str) -> Iterator[None]:
+        conn = getattr(local, "conn", None)
+        if conn is None or conn.closed:
+            conn = local.conn = psycopg.connect(url, autocommit=True)
+        # 60 bits of a hash of namespace and owner: fits PostgreSQL's signed bigint
+        key = int(hashlib.sha256(f"{namespace}/{owner}".encode()).hexdigest()[:15], 16)
+        conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+        try:
+            yield
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+
+    return lock
