@@ -9,7 +9,13 @@ from datetime import datetime
 from typing import Any, Callable, Sequence
 
 from . import tokens
+from .summarize import Summary
 from .types import Episode, Hit, Part, Recalled, Turn
+
+# The line above each part in the messages (``Memory(headers={...})`` replaces any of them)
+HEADERS = {"facts": "What you know about the user:", "episodes": "From earlier conversations:",
+           "summary": "Summary of earlier turns in this session:",
+           "documents": "Reference documents (not facts about the user):"}
 
 
 def date_label(t: float) -> str:
@@ -152,6 +158,38 @@ def pack_turns(window: Sequence[Turn], budget: int) -> list[Turn]:
         chosen.insert(0, t)
         left -= t.tokens
     return chosen
+
+
+def turns_part(turns: Sequence[Turn]) -> Part:
+    """The session's turns shown, as the account lists them."""
+    return Part("turns", "\n".join(f"{t.role}: {t.content}" for t in turns), sum(t.tokens for t in turns),
+                tuple({"turn_id": t.id, "role": t.role, "tokens": t.tokens} for t in turns))
+
+
+def pack_summary(summary: Summary, budget: int) -> Part:
+    """The running summary cut to ``budget``; its items are the turns it covers."""
+    text = tokens.truncate(summary.text, max(budget, 0)) if summary.text else ""
+    return Part("summary", text, tokens.count(text), tuple({"turn_id": t} for t in summary.turn_ids))
+
+
+def pack_documents(documents: Sequence[str], budget: int) -> Part:
+    """The retriever's documents in order, while they fit ``budget``."""
+    lines: list[str] = []
+    for d in documents:
+        if tokens.count("\n".join(lines + [d])) > budget:
+            break
+        lines.append(d)
+    text = "\n".join(lines)
+    return Part("documents", text, tokens.count(text), tuple({"text": d} for d in lines))
+
+
+def messages(parts: Sequence[Part], turns: Sequence[Turn], headers: dict[str, str] = HEADERS) -> tuple[dict[str, str], ...]:
+    """The chat messages: one system message per non-empty part under its header (facts, episodes, summary,
+    documents), then the session's turns shown."""
+    by_name = {p.name: p for p in parts}
+    out = [{"role": "system", "content": headers[name] + "\n" + by_name[name].text}
+           for name in ("facts", "episodes", "summary", "documents") if name in by_name and by_name[name].text]
+    return tuple(out + [{"role": t.role, "content": t.content} for t in turns])
 
 
 def _round(x: float | None) -> float | None:

@@ -1,47 +1,27 @@
 """The ``Memory`` facade: wires the episodic buffer, the extractor, the conflict policy and the fact store.
 
-``observe`` is the write path, ``context`` the read path. No pipeline logic lives here beyond the order
-of the calls and the token budget of the assembled context.
+``observe`` is the write path, ``context`` the read path: wiring of the budget plan (``budget.py``), recall
+(``recall.py``) and packing (``assemble.py``), in that order.
 """
 
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError
-from dataclasses import replace
-from itertools import islice
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
-from . import assemble, reconcile, registry, tokens, validate
+from . import assemble, reconcile, registry, validate
 from .config import Settings
 from .episodic import EpisodicBuffer, SessionStore
 from .errors import ConfigError, ExtractionError, ModelUnavailable, StoreUnavailable
 from .extract import Extractor, LLMExtractor
 from .store import DEFAULT_FLOOR, FactStore
-from .recall import RecallOptions, dense_rankings, recall_episodes, recall_facts
+from .budget import plan as budget_plan
+from .recall import RecallOptions, dense_rankings, fact_hits, recall
 from .rules import RuleExtractor, attribute
 from .summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
-from .types import Candidate, Context, Episode, Event, EventKind, Fact, Hit, Part, Recalled, Turn
+from .types import Candidate, Context, Episode, Event, EventKind, Hit, Turn
 
 Retriever = Callable[[str], Sequence[str]]
-# The profile block takes at most this share of a budget: at 100 tokens a 150-token profile would leave
-# nothing for what the question is about (measured on the dev split; README).
-PROFILE_SHARE = 0.15
-
-
-def profile_share(profile_tokens: int, left: int) -> int:
-    """Tokens the profile block may take of the ``left`` a read has for memory: its own cap, at most 15%."""
-    return min(profile_tokens, int(left * PROFILE_SHARE))
-
-
-def profile_rows(profile_tokens: int, k: int) -> int:
-    """Profile rows to read for a block of ``profile_tokens`` beside the ``k`` recalled facts: a line costs at
-    least 3 tokens ("- ", a word and the newline)."""
-    return profile_tokens // 3 + k
-
-
-def episode_depth(depth: int, budget: int) -> int:
-    """How deep to read each episode channel: enough to fill ``budget`` with short turns (about 10 tokens)."""
-    return max(depth, budget // 10)
 
 
 class Memory:
@@ -53,7 +33,8 @@ class Memory:
                  k: int = 5, min_score: float = DEFAULT_FLOOR, retriever: Retriever | None = None,
                  document_share: float = 0.25, profile_tokens: int = 150, recall: RecallOptions | None = None,
                  facts: bool = True, episodes: bool = True, neighbours: int = 0, episode_dates: bool = True,
-                 episodes_for_facts: bool = False, window_share: float = 0.3, fold_repeats: bool = True) -> None:
+                 episodes_for_facts: bool = False, window_share: float = 0.3, fold_repeats: bool = True,
+                 headers: dict[str, str] | None = None) -> None:
         if policy == "llm":
             policy = registry.as_policy("llm", model=chat_model)  # ConfigError without a model
         validate.positive_int("k", k)
@@ -76,6 +57,10 @@ class Memory:
         self.neighbours, self.episode_dates = neighbours, episode_dates
         self.episodes_for_facts, self.window_share = episodes_for_facts, window_share
         self.fold_repeats = fold_repeats  # a line said in several sessions is shown once (assemble.pack_episodes)
+        unknown = set(headers or {}) - set(assemble.HEADERS)
+        if unknown:
+            raise ConfigError(f"unknown headers {sorted(unknown)}; choose from {sorted(assemble.HEADERS)}")
+        self.headers = {**assemble.HEADERS, **(headers or {})}  # the line above each part in the messages
         self.sessions: dict[tuple[str, str], EpisodicBuffer] = {}  # (user_id, session_id) -> the open session
         # documents are retrieved beside the memory read; sessions warm up on a thread of their own, so a burst
         # of opened sessions never queues ahead of a read. Memory itself is searched in the caller's thread:
@@ -250,57 +235,8 @@ class Memory:
         k = None if k is None else validate.positive_int("k", k)
         vector = self.store.embed_query(query) if "dense" in self.recall_options.channels and query.strip() else None
         dense = dense_rankings(self.store, user_id, vector, {"facts": self.recall_options.depth}, self.recall_options)
-        return self._fact_hits(user_id, query, dense.get("facts"), k, min_score)
-
-    def _fact_hits(self, user_id: str, query: str, dense: Sequence[tuple[str, float]] | None, k: int | None = None,
-                   min_score: float | None = None, profile_tokens: int | None = None) -> list[Hit]:
-        k = k or self.k
-        profile_tokens = self.profile_tokens if profile_tokens is None else profile_tokens
-        floor = self.min_score if min_score is None else min_score
-        resolves = self.policy.resolves_at_read
-        # a policy that resolves at write time has one current fact per key: the first k recalled are the k shown
-        found = recall_facts(self.store, user_id, query, dense, floor, self.recall_options,
-                             page=None if resolves else k) if query.strip() else iter(())
-        recalled = list(found if resolves else islice(found, k))
-        # the profile block: the most important current facts, from the maintained profile, as many as the
-        # block can hold besides the k shown
-        top = self.store.profile(user_id, limit=profile_rows(profile_tokens, k)) if profile_tokens else []
-        shown_for_key: dict[str, Fact] = {}
-        if resolves:
-            # a policy that resolves conflicts at read time (append) shows the fact each key resolves to, in
-            # place of a recalled or top one of that key; the others resolved them when writing
-            keys = sorted({f.key for f in [r.item for r in recalled] + top if f.key})
-            same_key = self.policy.resolve(self.store.profile(user_id, keys=keys))
-            shown_for_key = {f.key: f for f in same_key if f.key}
-            top = self.policy.resolve(top + [f for f in same_key if f.id not in {t.id for t in top}])
-        hits: dict[str, Hit] = {}
-        for r in recalled:
-            f = shown_for_key.get(r.item.key, r.item) if r.item.key else r.item
-            hits.setdefault(f.id, Hit(f, r.similarity, r.score, why=r.why))
-        shown = list(hits.values())[:k]
-        if not profile_tokens:
-            return shown
-        have = {h.fact.id for h in shown} | {h.fact.key for h in shown if h.fact.key}
-        rest = sorted((f for f in top if f.id not in have and f.key not in have),
-                      key=lambda f: (-f.importance, -f.valid_from))
-        nan = float("nan")
-        return shown + [Hit(f, nan, nan, why="profile") for f in rest]
-
-    def _recall(self, user_id: str, session_id: str, query: str, budget: int, profile_tokens: int,
-                k: int | None = None, min_score: float | None = None) -> tuple[list[Hit], Iterator[Recalled]]:
-        if not query.strip():
-            return self._fact_hits(user_id, query, None, k, min_score, profile_tokens), iter(())
-        vector = self.store.embed_query(query) if "dense" in self.recall_options.channels else None
-        options = replace(self.recall_options, depth=episode_depth(self.recall_options.depth, budget))
-        depths = {part: d for part, d, wanted in (("facts", self.recall_options.depth, self.facts),
-                                                  ("episodes", options.depth, self.episodes)) if wanted}
-        # one query for both parts; the session's own pending turns stay pending (they are never recalled)
-        dense = dense_rankings(self.store, user_id, vector, depths, self.recall_options, session_id)
-        facts = self._fact_hits(user_id, query, dense.get("facts"), k, min_score, profile_tokens) if self.facts else []
-        # read by id a page at a time, about what the budget holds: packing stops when the budget is spent
-        episodes = recall_episodes(self.store, user_id, query, dense.get("episodes"), options,
-                                   page=max(budget // 10, 10), session=session_id) if self.episodes else iter(())
-        return facts, episodes
+        return fact_hits(self.store, self.policy, user_id, query, dense.get("facts"), k or self.k,
+                         self.min_score if min_score is None else min_score, self.profile_tokens, self.recall_options)
 
     def context(self, user_id: str, session_id: str, query: str, budget: int = 1200, k: int | None = None,
                 min_score: float | None = None) -> Context:
@@ -316,63 +252,42 @@ class Memory:
         k = None if k is None else validate.positive_int("k", k)
         query = validate.query(query)
         buf = self.session(user_id, session_id)
-        warming = self._warming.get(user_id)
-        notes = ("cold read: the user's indexes were still loading (the session opened moments ago)",) \
-            if warming is not None and not warming.done() else ()
-        if query.strip() and (not buf.window or buf.window[-1].content != query):
-            notes += ("the query is not this session's newest turn, so the messages do not hold it: observe it "
-                      "first (the agent loop: observe, context, answer, observe)",)
-        docs_future = self._docs.submit(self.retriever, query) if self.retriever else None
+        notes = self._notes(user_id, query, buf.window)
+        docs = self._docs.submit(self.retriever, query) if self.retriever else None
         summary, window = buf.summary, list(buf.window)  # the episodic read: the session's buffer, in memory
         in_session = {t.id for t in buf.turns}
-        doc_budget = int(budget * self.document_share) if docs_future else 0
-        left = budget - doc_budget
-        newest = sum(t.tokens for t in window[-1:])
-        reserve = min(max(newest, min(sum(t.tokens for t in window), int(left * self.window_share))), left)
-        profile = profile_share(self.profile_tokens, left)
-        fact_hits, episodes = self._recall(user_id, session_id, query, budget, profile, k, min_score)
-        facts = assemble.pack_facts(fact_hits, left - reserve, profile)
+        plan = budget_plan(budget, [t.tokens for t in window], docs is not None, self.document_share,
+                           self.window_share, self.profile_tokens, self.recall_options.depth)
+        hits, episodes = recall(self.store, self.policy, user_id, session_id, query, plan, k or self.k,
+                                self.min_score if min_score is None else min_score, self.recall_options,
+                                self.facts, self.episodes)
+        left = plan.memory
+        facts = assemble.pack_facts(hits, left - plan.reserve, plan.profile)
         left -= facts.tokens
         shown_sources = {s for item in facts.items for s in item["source"]}
         eps = assemble.pack_episodes(
-            episodes, left - reserve,
+            episodes, left - plan.reserve,
             skip=lambda e: e.turn_id in in_session or (not self.episodes_for_facts and e.turn_id in shown_sources),
             neighbours=(lambda e: self.store.neighbours(user_id, e, self.neighbours)) if self.neighbours else None,
             dates=self.episode_dates, truncates=getattr(self.store.embedder, "truncates", None),
             fold_repeats=self.fold_repeats)
         left -= eps.tokens
-        summary_text = tokens.truncate(summary.text, max(left - newest, 0)) if summary.text else ""
-        summary_part = Part("summary", summary_text, tokens.count(summary_text),
-                            tuple({"turn_id": t} for t in summary.turn_ids))
-        left -= summary_part.tokens
-        chosen = assemble.pack_turns(window, left)
-        parts = [facts, eps, summary_part,
-                 Part("turns", "\n".join(f"{t.role}: {t.content}" for t in chosen), sum(t.tokens for t in chosen),
-                      tuple({"turn_id": t.id, "role": t.role, "tokens": t.tokens} for t in chosen))]
+        summary_part = assemble.pack_summary(summary, left - plan.newest)
+        chosen = assemble.pack_turns(window, left - summary_part.tokens)
+        parts = [facts, eps, summary_part, assemble.turns_part(chosen)]
+        if docs is not None:
+            parts.append(assemble.pack_documents(docs.result(), plan.documents))
+        return Context(assemble.messages(parts, chosen, self.headers), tuple(parts), budget, notes)
 
-        doc_lines: list[str] = []
-        if docs_future:
-            for d in docs_future.result():
-                if tokens.count("\n".join(doc_lines + [d])) > doc_budget:
-                    break
-                doc_lines.append(d)
-            doc_text = "\n".join(doc_lines)
-            parts.append(Part("documents", doc_text, tokens.count(doc_text), tuple({"text": d} for d in doc_lines)))
-
-        messages: list[dict[str, str]] = []
-        if facts.text:
-            messages.append({"role": "system", "content": "What you know about the user:\n" + facts.text})
-        if eps.text:
-            messages.append({"role": "system", "content": "From earlier conversations:\n" + eps.text})
-        if summary_text:
-            messages.append({"role": "system", "content": "Summary of earlier turns in this session:\n" + summary_text})
-        if doc_lines:
-            messages.append({"role": "system", "content": "Reference documents (not facts about the user):\n"
-                             + "\n".join(doc_lines)})
-        messages += [{"role": t.role, "content": t.content} for t in chosen]
-        return Context(tuple(messages), tuple(parts), budget,
-                       tuple(t.id for t in chosen) + summary.turn_ids + tuple(i["turn_id"] for i in eps.items),
-                       tuple(i["id"] for i in facts.items), notes)
+    def _notes(self, user_id: str, query: str, window: Sequence[Turn]) -> tuple[str, ...]:
+        """What the reader should know about this read: a cold read, a question that was not observed first."""
+        warming = self._warming.get(user_id)
+        notes = ("cold read: the user's indexes were still loading (the session opened moments ago)",) \
+            if warming is not None and not warming.done() else ()
+        if query.strip() and (not window or window[-1].content != query):
+            notes += ("the query is not this session's newest turn, so the messages do not hold it: observe it "
+                      "first (the agent loop: observe, context, answer, observe)",)
+        return notes
 
     def profile(self, user_id: str, limit: int = 20) -> str:
         """The user's ``limit`` most important current facts as a compact block, most important first (from the

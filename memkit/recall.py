@@ -6,11 +6,16 @@ every channel that found it, so the context account can say why it is there (doc
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from itertools import islice
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
+from .budget import BudgetPlan, profile_rows
 from .store import FactStore
-from .types import Recalled
+from .types import Fact, Hit, Recalled
+
+if TYPE_CHECKING:
+    from .reconcile import Policy
 
 CHANNELS = ("lexical", "dense")
 RRF_K = 10  # reciprocal rank fusion constant: 60 in Cormack et al. 2009; 10 measured on the dev split (README)
@@ -109,3 +114,55 @@ def _fetched(fused: list[tuple[str, float, dict[str, int]]], sims: dict[str, flo
 
 def _why(ranks: dict[str, int]) -> str:
     return " + ".join(f"{c} #{r}" for c, r in sorted(ranks.items()))
+
+
+def fact_hits(store: FactStore, policy: "Policy", user_id: str, query: str, dense: Sequence[tuple[str, float]] | None,
+              k: int, floor: float, profile_tokens: int, options: RecallOptions = RecallOptions()) -> list[Hit]:
+    """The user's facts for ``query``: the top ``k`` by fused rank, resolved by ``policy`` when it resolves
+    conflicts at read time, then the profile block's facts (``why="profile"``), most important first."""
+    resolves = policy.resolves_at_read
+    # a policy that resolves at write time has one current fact per key: the first k recalled are the k shown
+    found = recall_facts(store, user_id, query, dense, floor, options,
+                         page=None if resolves else k) if query.strip() else iter(())
+    recalled = list(found if resolves else islice(found, k))
+    # the profile block: the most important current facts, from the maintained profile, as many as the
+    # block can hold besides the k shown
+    top = store.profile(user_id, limit=profile_rows(profile_tokens, k)) if profile_tokens else []
+    shown_for_key: dict[str, Fact] = {}
+    if resolves:
+        # a policy that resolves conflicts at read time (append) shows the fact each key resolves to, in
+        # place of a recalled or top one of that key; the others resolved them when writing
+        keys = sorted({f.key for f in [r.item for r in recalled] + top if f.key})
+        same_key = policy.resolve(store.profile(user_id, keys=keys))
+        shown_for_key = {f.key: f for f in same_key if f.key}
+        top = policy.resolve(top + [f for f in same_key if f.id not in {t.id for t in top}])
+    hits: dict[str, Hit] = {}
+    for r in recalled:
+        f = shown_for_key.get(r.item.key, r.item) if r.item.key else r.item
+        hits.setdefault(f.id, Hit(f, r.similarity, r.score, why=r.why))
+    shown = list(hits.values())[:k]
+    if not profile_tokens:
+        return shown
+    have = {h.fact.id for h in shown} | {h.fact.key for h in shown if h.fact.key}
+    rest = sorted((f for f in top if f.id not in have and f.key not in have),
+                  key=lambda f: (-f.importance, -f.valid_from))
+    nan = float("nan")
+    return shown + [Hit(f, nan, nan, why="profile") for f in rest]
+
+
+def recall(store: FactStore, policy: "Policy", user_id: str, session_id: str, query: str, plan: BudgetPlan, k: int,
+           floor: float, options: RecallOptions = RecallOptions(), facts: bool = True,
+           episodes: bool = True) -> tuple[list[Hit], Iterator[Recalled]]:
+    """A read's recall: the facts to show (``fact_hits``) and the episodes in fused rank, read a page at a time
+    as packing takes them; one dense query for both parts, the session's own pending turns left pending."""
+    if not query.strip():
+        return fact_hits(store, policy, user_id, query, None, k, floor, plan.profile, options), iter(())
+    vector = store.embed_query(query) if "dense" in options.channels else None
+    deeper = replace(options, depth=plan.episode_depth)
+    depths = {part: d for part, d, wanted in (("facts", options.depth, facts), ("episodes", deeper.depth, episodes))
+              if wanted}
+    dense = dense_rankings(store, user_id, vector, depths, options, session_id)
+    shown = fact_hits(store, policy, user_id, query, dense.get("facts"), k, floor, plan.profile, options) if facts else []
+    found = recall_episodes(store, user_id, query, dense.get("episodes"), deeper, page=plan.page,
+                            session=session_id) if episodes else iter(())
+    return shown, found

@@ -9,12 +9,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Protocol
 
-from . import tokens
+from . import assemble, tokens
 from .errors import ConfigError
 from .episodic import EpisodicBuffer
 from .store import FactStore
 from .memory import Memory
 from .recall import RecallOptions
+from .summarize import Summary
 from .reconcile import POLICIES
 from .types import Candidate, Context, Event, Part, Turn
 
@@ -36,15 +37,15 @@ class Strategy(Protocol):
     def context(self, session_id: str, query: str, budget: int) -> Context: ...
 
 
-def _turn_context(turns: list[Turn], budget: int, summary: str = "", summary_ids: tuple[str, ...] = ()) -> Context:
-    parts = []
-    if summary:
-        parts.append(Part("summary", summary, tokens.count(summary)))
-    parts.append(Part("turns", "\n".join(f"{t.role}: {t.content}" for t in turns), sum(t.tokens for t in turns),
-                      tuple({"turn_id": t.id} for t in turns)))
-    msgs = ([{"role": "system", "content": "Summary of earlier turns:\n" + summary}] if summary else []) + \
-        [{"role": t.role, "content": t.content} for t in turns]
-    return Context(tuple(msgs), tuple(parts), budget, tuple(t.id for t in turns) + summary_ids)
+HEADERS = {**assemble.HEADERS, "summary": "Summary of earlier turns:"}  # a summary strategy has no other session
+
+
+def _turn_context(turns: list[Turn], budget: int, summary: Summary | None = None) -> Context:
+    parts = [assemble.turns_part(turns)]
+    if summary is not None and summary.text:
+        parts.insert(0, Part("summary", summary.text, tokens.count(summary.text),
+                             tuple({"turn_id": t} for t in summary.turn_ids)))
+    return Context(assemble.messages(parts, turns, HEADERS), tuple(parts), budget)
 
 
 class FullHistory:
@@ -96,7 +97,7 @@ class SummaryCompression(FullHistory):
                                   summary_tokens=int(budget * summary_share))
 
     def context(self, session_id: str, query: str, budget: int) -> Context:
-        return _turn_context(self.buf.window, budget, self.buf.summary.text, ())
+        return _turn_context(self.buf.window, budget, self.buf.summary)
 
 
 class TwoLayer:

@@ -193,9 +193,19 @@ class Context:
     messages: tuple[dict[str, str], ...]
     parts: tuple[Part, ...]
     budget: int
-    turn_ids: tuple[str, ...] = ()
-    fact_ids: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()  # what the reader should know about how this read went (a cold read, ...)
+
+    @property
+    def turn_ids(self) -> tuple[str, ...]:
+        """The turns the context carries: the session's shown turns, those its summary covers, the episodes."""
+        by_name = {p.name: p for p in self.parts}
+        return tuple(item["turn_id"] for name in ("turns", "summary", "episodes") if name in by_name
+                     for item in by_name[name].items if "turn_id" in item)
+
+    @property
+    def fact_ids(self) -> tuple[str, ...]:
+        """The facts the context shows."""
+        return tuple(item["id"] for p in self.parts if p.name == "facts" for item in p.items)
 
     @property
     def tokens(self) -> int:

@@ -141,3 +141,29 @@ def test_a_change_of_mind_said_as_a_negation_supersedes_the_old_fact(embedder):
     assert current == {"user.location": "User lives in Lisbon.", "user.diet": "User is no longer vegetarian."}
     text = "\n".join(x["content"] for x in m.context("u", "fri", "Where do I live and what do I eat?", 400).messages)
     assert "User lives in Lisbon." in text and "Berlin" not in text and "User is vegetarian." not in text
+
+
+def test_the_budget_plan_shares_a_read_before_anything_is_read():
+    from memkit.budget import plan
+
+    p = plan(1000, [50, 30, 400], documents=True, document_share=0.25, window_share=0.3, profile_tokens=150, depth=50)
+    assert (p.documents, p.memory) == (250, 750)
+    assert (p.newest, p.reserve) == (400, 400)  # the newest turn whole, beyond the window's 30% share
+    assert (p.profile, p.episode_depth, p.page) == (112, 100, 100)  # profile at most 15% of what is left
+    small = plan(100, [], False, 0.25, 0.3, 150, 50)
+    assert (small.documents, small.reserve, small.profile, small.episode_depth, small.page) == (0, 0, 15, 50, 10)
+
+
+def test_message_headers_are_an_option_and_the_context_derives_its_ids_from_its_parts(embedder):
+    from memkit import ConfigError, FactStore
+
+    m = Memory(store=FactStore.ephemeral(embedder), headers={"facts": "Known about the user:"})
+    m.observe("u", "s1", "user", "I prefer metric units.")
+    m.observe("u", "s2", "user", "Which units should I use?")
+    ctx = m.context("u", "s2", "Which units should I use?", budget=300)
+    assert ctx.messages[0]["content"] == "Known about the user:\n- User prefers metric units."
+    assert ctx.fact_ids == tuple(item["id"] for item in ctx.parts[0].items) and len(ctx.fact_ids) == 1
+    turns = next(p for p in ctx.parts if p.name == "turns")
+    assert ctx.turn_ids[:len(turns.items)] == tuple(item["turn_id"] for item in turns.items)
+    with pytest.raises(ConfigError, match="unknown headers"):
+        Memory(store=FactStore.ephemeral(embedder), headers={"fact": "x"})

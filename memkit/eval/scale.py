@@ -25,7 +25,8 @@ import pandas as pd
 from ..embed import MiniLMEmbedder, shared_embedder
 from ..store import FactStore
 from ..store.chroma import MAX_USERS
-from ..memory import Memory, episode_depth, profile_rows, profile_share
+from ..budget import episode_depth, profile_rows, profile_share
+from ..memory import Memory
 from ..server import ChromaServer
 from ..types import Episode, Fact
 
