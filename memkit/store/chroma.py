@@ -36,7 +36,8 @@ HNSW = {"space": "cosine", "sync_threshold": 2, "batch_size": 2}
 # The two parts of a user's collection: the tag that prefixes an item's Chroma id and is its metadata "part"
 TAGS = {"facts": "f", "episodes": "e"}
 PARTS = {tag: part for part, tag in TAGS.items()}
-LEGACY_PARTS = ("facts", "episodes", "history")  # collections per part, before one collection per user
+LEGACY_PARTS = ("facts", "episodes", "history")
+TIES = 10  # items read past the cut, so that items tied at it are chosen by id  # collections per part, before one collection per user
 
 
 class ChromaIndex:
@@ -110,12 +111,16 @@ class ChromaIndex:
             # ids and distances only (metadata would triple the cost): the rows are read afterwards from the
             # profile or the episode records, which check their owner. Never a ``part`` filter: Chroma's filtered
             # query fails ("Error finding id") on an index it evicted and loaded again (docs/architecture.md §2)
-            res = col.query(query_embeddings=[list(vector)], n_results=n, include=["distances"])
+            res = col.query(query_embeddings=[list(vector)], n_results=n + TIES, include=["distances"])
         out = []
         for cid, dist in zip(res["ids"][0], res["distances"][0]):
             tag, item_id = cid.split(":", 1)
             out.append((PARTS[tag], item_id, 1.0 - float(dist)))
-        return out
+        # equal distances (the same words said twice) come back in no fixed order, and which of them make the
+        # cut varies from one build of the graph to another: ties go to the earlier id, read a little past the
+        # cut, so a read ranks the same every time
+        out.sort(key=lambda x: (-x[2], x[0], len(x[1]), x[1]))
+        return out[:n]
 
     def warm(self, owner: str, user_id: str) -> None:
         """Touch the user's collection with a one-result query, which makes Chroma load it from disk."""

@@ -73,7 +73,7 @@ class PgVectorIndex:
         if n <= 0:
             return []
         rows = self.db.rows("SELECT part, id, vector OPERATOR(public.<=>) ?::public.vector AS d FROM items "
-                            "WHERE owner = ? ORDER BY d, part, id LIMIT ?", (_literal(vector), owner, n))
+                            "WHERE owner = ? ORDER BY d, part, length(id), id LIMIT ?", (_literal(vector), owner, n))
         return [(part, item_id, 1.0 - float(d)) for part, item_id, d in rows]
 
     def warm(self, owner: str, user_id: str) -> None:
