@@ -276,3 +276,20 @@ def test_a_bench_run_is_reproducible_to_the_token():
     runs = [run(convs, ["rag:hybrid"], budget=[200, 1200], per_turn_tokens=False)[0] for _ in range(2)]
     columns = [c for c in runs[0].columns if c != "read_ms"]
     pd.testing.assert_frame_equal(runs[0][columns], runs[1][columns])
+
+
+def test_longmemeval_probes_report_session_level_recall_beside_turn_level_evidence():
+    from memkit.eval.metrics import session_recall
+
+    a, b = load(DATA / "longmemeval_sample.json")
+    assert a.probes[0].sessions == ("sA",) and b.probes[0].sessions == ()
+    results, summary, _ = run([a, b], ["rag:bm25"], budget=300, per_turn_tokens=False)
+    row = results[results["probe"] == a.probes[0].id].iloc[0]
+    assert row["session_recall_any"] == row["session_recall_all"] == 1.0 == row["evidence_recall"]
+    assert math.isnan(results[results["probe"] == b.probes[0].id].iloc[0]["session_recall_any"])  # none named
+    assert "session_recall_all" in summary.columns
+    # two answer sessions, one of them shown: any, not all
+    shown = Context((), (Part("episodes", "x", 1, ({"turn_id": "sA:0", "session_id": "sA"},)),), 100)
+    assert session_recall(shown, a, ["sA", "sB"]) == (1.0, 0.0)
+    fact = Context((), (Part("facts", "x", 1, ({"id": "f", "source": ["sB:1"]},)),), 100)
+    assert session_recall(fact, a, ["sA", "sB"]) == (1.0, 0.0) and session_recall(fact, a, ["sB"]) == (1.0, 1.0)

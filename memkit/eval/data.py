@@ -40,6 +40,7 @@ class Probe:
     type: str
     old_answer: str | None = None
     time: float | None = None  # when the question is asked (seconds since the epoch), if the data says
+    sessions: tuple[str, ...] = ()  # the sessions that hold the answer (LongMemEval's answer_session_ids)
 
 
 @dataclass(frozen=True)
@@ -189,7 +190,8 @@ def load_longmemeval(path: str | Path) -> list[Conversation]:
             sessions.append(DSession(str(sid), date, tuple(dturns)))
         qtype = "abstention" if qid.endswith("_abs") else item.get("question_type", "unknown")
         probe = Probe(qid, sessions[-1].id if sessions else "", item["question"], str(item["answer"]),
-                      tuple(evidence), qtype, time=timestamp(item.get("question_date")))
+                      tuple(evidence), qtype, time=timestamp(item.get("question_date")),
+                      sessions=tuple(str(s) for s in item.get("answer_session_ids", [])))
         out.append(Conversation(qid, qid, tuple(sessions), (), (probe,),
                                 {"answer_session_ids": item.get("answer_session_ids", [])}))
     return out

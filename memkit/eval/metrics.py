@@ -77,6 +77,24 @@ def evidence_recall(ctx: Context, conv: Conversation, evidence: Sequence[str]) -
     return len(covered_turns(ctx, conv, evidence)) / len(set(evidence))
 
 
+def shown_sessions(ctx: Context, conv: Conversation) -> set[str]:
+    """Sessions the context shows a turn of: an episode or session turn, or the source turn of a shown fact."""
+    session_of = {t.id: s.id for s in conv.sessions for t in s.turns}
+    turns = {s for p in ctx.parts if p.name == "facts" for item in p.items for s in item.get("source", ())}
+    turns |= {item["turn_id"] for p in ctx.parts if p.name in SHOWN_TURNS for item in p.items if "turn_id" in item}
+    return {session_of[t] for t in turns if t in session_of}
+
+
+def session_recall(ctx: Context, conv: Conversation, sessions: Sequence[str]) -> tuple[float, float]:
+    """``(any, all)``: whether the context shows a turn of any / of every answer session (LongMemEval's
+    ``recall_any`` and ``recall_all``, with the context's budget in place of a number of retrieved sessions);
+    NaN when the probe names no sessions."""
+    if not sessions:
+        return math.nan, math.nan
+    shown = shown_sessions(ctx, conv) & set(sessions)
+    return float(bool(shown)), float(len(shown) == len(set(sessions)))
+
+
 def repeated_lines(ctx: Context) -> int:
     """Lines of the context that repeat an earlier line (compared normalised): budget spent saying a thing twice."""
     lines = [normalise(line) for m in ctx.messages for line in m["content"].splitlines()]

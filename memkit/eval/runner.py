@@ -16,8 +16,8 @@ from ..store import FactStore
 from ..strategies import budget_free, make
 from .data import Conversation, timestamp
 from .judge import judge
-from .metrics import (OPS, answer_in_context, duplicate_rate, evidence_recall, percentile, repeated_lines, stale,
-                      turn_op)
+from .metrics import (OPS, answer_in_context, duplicate_rate, evidence_recall, percentile, repeated_lines,
+                      session_recall, stale, turn_op)
 from .stats import with_intervals
 
 DEFAULT_STRATEGIES = ("full", "window", "summary", "two-layer:keyed", "two-layer:similarity")
@@ -74,6 +74,7 @@ def run_conversation(conv: Conversation, strategy: str, budget: int | Sequence[i
                        "answer_in_context": answer_in_context(ctx, p.answer) if p.type != "abstention" else math.nan,
                        "context_tokens": ctx.tokens, "stale": stale(ctx, p.answer, p.old_answer),
                        "repeated_lines": repeated_lines(ctx), "read_ms": reads[-1]}
+                row["session_recall_any"], row["session_recall_all"] = session_recall(ctx, conv, p.sessions)
                 if judge_model is not None:
                     row["judged_correct"], row["judged_answer"] = judge(judge_model, ctx, p.question, p.answer)
                 rows.append(row)
@@ -126,7 +127,7 @@ def run(conversations: Sequence[Conversation], strategies: Iterable[str] = DEFAU
     if bar:
         bar.close()
     columns = ["conversation", "strategy", "budget", "probe", "type", "evidence_recall", "answer_in_context",
-               "context_tokens", "stale", "repeated_lines", "read_ms"] + (["judged_correct", "judged_answer"] if judge_model else [])
+               "context_tokens", "stale", "repeated_lines", "session_recall_any", "session_recall_all", "read_ms"] + (["judged_correct", "judged_answer"] if judge_model else [])
     results = pd.DataFrame(rows, columns=columns)
     return results, summarise(results, stats, strategies), confusion_table(stats)
 
@@ -140,7 +141,7 @@ def summarise(results: pd.DataFrame, stats: list[dict[str, Any]], strategies: Se
     """One row per strategy, budget and probe type, plus an ``all`` row per strategy and budget with the
     run-level columns; evidence recall and answer-in-context carry bootstrap 95% intervals (``stats.py``)."""
     metrics = {"evidence_recall": "mean", "answer_in_context": "mean", "context_tokens": "mean", "stale": "mean",
-               "repeated_lines": "mean", "probe": "count"}
+               "repeated_lines": "mean", "session_recall_any": "mean", "session_recall_all": "mean", "probe": "count"}
     if "judged_correct" in results:
         metrics["judged_correct"] = "mean"
     keys = ["strategy", "budget"]
