@@ -35,7 +35,7 @@ do does doing during each few for from had has have having he her here hers hers
 it its itself just me more most my myself no nor not now of off on once only or other our ours out over own same she
 should so some such than that the their theirs them then there these they this those through to too under until up very
 was we were what when where which while who whom why will with would you your yours yourself""".split())
-_WORD = re.compile(r"\w+", re.UNICODE)
+WORD = re.compile(r"\w+", re.UNICODE)
 _CJK = re.compile(r"([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af])")
 
 
@@ -46,7 +46,7 @@ def lexical_text(text: str) -> str:
 
 def query_terms(query: str) -> list[str]:
     """The words of ``query`` worth matching: lowercased, CJK per character, stopwords out, each once."""
-    words = [w.lower() for w in _WORD.findall(lexical_text(query))]
+    words = [w.lower() for w in WORD.findall(lexical_text(query))]
     return list(dict.fromkeys(w for w in words if w not in STOPWORDS))
 
 
