@@ -127,3 +127,29 @@ def test_bench_on_postgres_recalls_what_it_recalls_on_chroma(postgres_url, tmp_p
         summary = pd.read_csv(out / "summary.csv")
         recall[store] = summary[summary["type"] == "all"].set_index("strategy")["evidence_recall"]
     assert (recall["ephemeral"] - recall[postgres_url]).abs().max() <= 0.01, recall
+
+
+def test_a_text_index_of_the_first_step_is_filled_again_from_the_records(postgres_url, embedder):
+    from memkit.store.postgres import TEXT_STEPS
+    from memkit.store.sql import Database
+
+    ns = f"textv1{os.getpid()}"
+    store = FactStore.postgres(postgres_url, embedder, namespace=ns)
+    m = Memory(store=store)
+    m.observe("u", "s1", "user", "I prefer metric units.")
+    m.observe("u", "s1", "user", "We played the oboe at dawn.")
+    store.embed_pending("u")
+    store.close()
+    db = Database.postgres(postgres_url, ns)  # as the first step left it: ts_rank_cd's table, nothing else
+    with db.transaction() as run:
+        for table in ("postings", "doclen", "text_filled"):
+            run(f"DROP TABLE {table}")
+        for statement in TEXT_STEPS[0].split(";"):
+            run(statement)
+        run("UPDATE schema_versions SET version = 1 WHERE name = 'text'")
+    db.close()
+    store = FactStore.postgres(postgres_url, embedder, namespace=ns)  # migrates, then fills from the records
+    assert [f.text for f in store.get("u")] and store.lexicon.filled
+    assert [i for i, _ in store.lexical("u", "facts", "Which units, metric?", 5)] == [f.id for f in store.get("u")]
+    assert len(store.lexical("u", "episodes", "Which instrument, the oboe?", 5)) == 1
+    store.close()
