@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import open_store
-from memkit import DimensionMismatch, FactStore, Memory
+from memkit import ConfigError, DimensionMismatch, FactStore, Memory
 from memkit.types import EventKind
 from test_facts import TinyEmbedder, fact
 
@@ -153,3 +153,12 @@ def test_a_text_index_of_the_first_step_is_filled_again_from_the_records(postgre
     assert [i for i, _ in store.lexical("u", "facts", "Which units, metric?", 5)] == [f.id for f in store.get("u")]
     assert len(store.lexical("u", "episodes", "Which instrument, the oboe?", 5)) == 1
     store.close()
+
+
+def test_a_chroma_only_question_on_postgres_is_a_named_error(postgres_url, embedder):
+    store = FactStore.postgres(postgres_url, embedder=embedder, namespace=f"names{os.getpid()}")
+    try:
+        with pytest.raises(ConfigError, match="Chroma"):
+            store.collection_name("u")
+    finally:
+        store.close()

@@ -10,10 +10,8 @@ event log, where ``as_of`` and ``get(include_superseded=True)`` find them. There
 from __future__ import annotations
 
 import itertools
-import re
 import shutil
 import threading
-import uuid
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime
 from pathlib import Path
@@ -21,16 +19,18 @@ from typing import Any, Iterator, Sequence
 
 from .. import embed as _embed
 from .. import validate
-from ..errors import IsolationError, StoreClosed, StoreUnavailable
-from ..types import Episode, Event, Fact, Hit, current, fold
+from ..errors import ConfigError, IsolationError, StoreClosed, StoreUnavailable
+from ..types import Episode, Event, Fact, Hit, fold
 from .base import (DEFAULT_FLOOR, EMBED_BATCH, IMPORTANCE_WEIGHT, PARTS, SIMILARITY_WEIGHT, TextIndex, VectorIndex,
-                   check_parts, check_where, episode_text, matches, owner_of, rank_score)
-from .chroma import MAX_USERS, ChromaIndex
+                   check_parts, check_where, episode_text, matches, owner_of)
+from . import backends
+from .chroma import MAX_USERS
+from .episodes import EpisodeArchive
+from .facts import FactIndex
 from .lexicon import LexicalIndex
 from .log import EventLog
 from .queue import RetryQueue
 from .records import Records
-from .sql import Database
 
 
 class FactStore:
@@ -44,15 +44,15 @@ class FactStore:
         self.log = log or EventLog(records.db)
         self.embedder = embedder or _embed.shared_embedder()
         self.dimension = vectors.dimension
-        self.embed_batch = embed_batch
         self.lexicon = text or LexicalIndex(_index_folder(records.path), records.index_lock)
         self._locks: dict[str, threading.Lock] = {}  # per owner: plan-and-apply
-        self._batch_locks: dict[str, threading.Lock] = {}  # per owner: an embedding batch
         self._locks_guard = threading.Lock()
         self._closed = False
         # parts in one database (PostgreSQL) write in one transaction; parts in several systems cannot
         self._shared = getattr(vectors, "db", None) is records.db
         self.queue = RetryQueue(records, self._check_open)  # what waits for a model or for the store
+        self.facts = FactIndex(vectors, self.lexicon, self.log, self.embedder, self._unit)
+        self.archive = EpisodeArchive(records, vectors, self.lexicon, self.embedder, self._unit, embed_batch)
         try:
             self._open_once()
         except BaseException:
@@ -80,12 +80,7 @@ class FactStore:
     @classmethod
     def ephemeral(cls, embedder: Any = None) -> "FactStore":
         """In-process and in memory; gone when the process ends. For tests and notebooks, not for users' data."""
-        import chromadb
-
-        embedder = embedder or _embed.shared_embedder()
-        # Every EphemeralClient in a process shares one system: a random namespace keeps stores apart.
-        vectors = ChromaIndex(chromadb.EphemeralClient(), embedder, f"mk{uuid.uuid4().hex[:8]}", "ephemeral")
-        return cls(vectors, Records(), embedder=embedder, backend="ephemeral")
+        return cls(**backends.ephemeral(embedder or _embed.shared_embedder()))
 
     @classmethod
     def persistent(cls, path: str, embedder: Any = None, namespace: str = "memkit",
@@ -97,9 +92,7 @@ class FactStore:
         or ``postgres``). At most ``max_users`` users' indexes stay loaded (least recently used evicted), which
         bounds memory; a user read after eviction loads again from disk.
         """
-        embedder = embedder or _embed.shared_embedder()
-        vectors = ChromaIndex.persistent(path, embedder, namespace, max_users)
-        return cls(vectors, Records(Path(path) / f"{namespace}.sqlite3"), embedder=embedder, backend="persistent")
+        return cls(**backends.persistent(path, embedder or _embed.shared_embedder(), namespace, max_users))
 
     @classmethod
     def http(cls, host: str = "localhost", port: int = 8000, embedder: Any = None, namespace: str = "memkit",
@@ -111,26 +104,14 @@ class FactStore:
         ``~/.memkit/records-<host>-<port>-<namespace>.sqlite3``, so every process of this machine that talks to
         the same server shares it. Several machines: ``FactStore.postgres(url)`` keeps everything in one database.
         """
-        embedder = embedder or _embed.shared_embedder()
-        vectors = ChromaIndex.http(host, port, embedder, namespace)
-        if records is None:
-            folder = Path.home() / ".memkit"
-            folder.mkdir(parents=True, exist_ok=True)
-            records = folder / f"records-{re.sub(r'[^A-Za-z0-9._-]', '_', host)}-{port}-{namespace}.sqlite3"
-        return cls(vectors, Records(records), EventLog.postgres(log, namespace) if log else None,
-                   embedder=embedder, backend="http")
+        return cls(**backends.http(host, port, embedder or _embed.shared_embedder(), namespace, records, log))
 
     @classmethod
     def postgres(cls, url: str, embedder: Any = None, namespace: str = "memkit") -> "FactStore":
         """The whole memory in one PostgreSQL database (``pip install 'memkit[postgres]'``): vectors in pgvector,
         words in PostgreSQL's full-text search, the records, the event log, the profile and a per-user advisory
         lock. Every app process on every machine opens the same ``url``; no routing by user."""
-        from .postgres import PgTextIndex, PgVectorIndex
-
-        embedder = embedder or _embed.shared_embedder()
-        db = Database.postgres(url, namespace)
-        return cls(PgVectorIndex(db, embedder), Records(db), EventLog(db), PgTextIndex(db), embedder=embedder,
-                   backend="postgres")
+        return cls(**backends.postgres(url, embedder or _embed.shared_embedder(), namespace))
 
     # ---- owners ---------------------------------------------------------------------------------
     def owner(self, user_id: str) -> str:
@@ -139,20 +120,22 @@ class FactStore:
 
     def _owner(self, user_id: str) -> str:
         """Every call's entry: refused on a closed store, the user id checked and hashed once."""
-        if self._closed:
-            raise StoreClosed("this FactStore was closed; open a new one")
+        self._check_open()
         return owner_of(user_id)
 
     def collection_name(self, user_id: str) -> str:
-        """The Chroma collection that holds ``user_id``'s items (Chroma backends only)."""
-        return self.vectors.collection_name(owner_of(user_id))  # type: ignore[attr-defined]
+        """The Chroma collection that holds ``user_id``'s items (Chroma backends only: ``ConfigError`` on others)."""
+        name = getattr(self.vectors, "collection_name", None)
+        if name is None:
+            raise ConfigError(f"a {self.backend} store keeps no Chroma collections; collection_name is for Chroma")
+        return name(self._owner(user_id))
 
     def warm(self, user_id: str, session: str | None = None) -> None:
         """Load the user's index now (``Memory.session`` calls this in the background, for the session that
         opened): embed what other sessions left pending, read the profile rows a first read takes, and touch the
         vector index."""
         owner = self._owner(user_id)
-        self._embed_pending(owner, user_id, session)
+        self.archive.embed_pending(owner, user_id, session)
         self.log.profile(owner, user_id, 32)
         self.vectors.warm(owner, user_id)
 
@@ -163,7 +146,7 @@ class FactStore:
         if not facts:
             self.vectors.put(owner, user_id, "facts", [], [], [])
             return
-        self._change(owner, user_id, facts, [])
+        self.facts.change(owner, user_id, facts, [])
 
     def get(self, user_id: str, ids: Sequence[str] | None = None, where: dict[str, Any] | None = None,
             include_superseded: bool = False) -> list[Fact]:
@@ -181,25 +164,7 @@ class FactStore:
 
     def delete(self, user_id: str, ids: Sequence[str]) -> None:
         """Remove facts by id from ``user_id``'s index (only theirs: other ids match nothing)."""
-        self._change(self._owner(user_id), user_id, [], ids)
-
-    def _change(self, owner: str, user_id: str, facts: Sequence[Fact], ids: Sequence[str]) -> None:
-        """Upsert ``facts``, then delete ``ids``: in the vector index, then in the text index, then in the profile."""
-        if not facts and not ids:
-            return
-        for f in facts:
-            if f.user_id != user_id:
-                raise IsolationError(f"fact {f.id} belongs to {f.user_id!r}, not {user_id!r}")
-        vectors = self.embedder([f.text for f in facts]) if facts else []
-        with self._unit():
-            if facts:
-                self.vectors.put(owner, user_id, "facts", [f.id for f in facts], [f.text for f in facts], vectors,
-                                 pending=tuple(facts))
-            if ids:
-                self.vectors.remove(owner, user_id, "facts", ids)
-            self.lexicon.change(owner, "facts", [(f.id, f.text) for f in facts], ids)
-            self.log.put_profile(owner, facts)
-            self.log.drop_profile(owner, ids)
+        self.facts.change(self._owner(user_id), user_id, [], ids)
 
     def profile(self, user_id: str, limit: int | None = None, ids: Sequence[str] | None = None,
                 keys: Sequence[str] | None = None) -> list[Fact]:
@@ -225,56 +190,20 @@ class FactStore:
         owner = self._owner(user_id)
         if not query.strip():
             return []
-        vector = self.embed_query(query)
-        # the nearest ``want`` facts that pass the filter: ids and similarities of more items than that (the
-        # user's episodes share the index), more again if too few were such facts, then their rows from the
-        # maintained profile
-        want, n = max(k * 3, 10), 8 * max(k * 3, 10)
-        while True:
-            items = self.vectors.nearest(owner, user_id, vector, n)
-            sims = {item_id: sim for part, item_id, sim in items if part == "facts"}
-            rows = [f for f in self.log.profile(owner, user_id, ids=list(sims)) if matches(where, f)]
-            if len(rows) >= want or len(items) < n:
-                break
-            n *= 4
-        top = {f.id for f in sorted(rows, key=lambda f: -sims[f.id])[:want]}
-        hits = [Hit(f, sims[f.id], rank_score(sims[f.id], f.importance, weights)) for f in rows if f.id in top]
-        hits.sort(key=lambda h: -h.score)
-        return [h for h in hits if h.similarity >= min_score][:k]
+        return self.facts.search(owner, user_id, self.embed_query(query), k, min_score, where, weights)
 
     # ---- episodes ----------------------------------------------------------------------------
     def add_episode(self, user_id: str, episode: Episode, extract: bool = False) -> Episode:
         """Keep an observed turn: recorded now, embedded and indexed lexically in a batch (docs/architecture.md §2).
         With ``extract`` the record says, in the same commit, that its facts are still to be extracted, until
         ``extracted`` settles it: a turn whose extraction waits for the model survives the process."""
-        owner = self._owner(user_id)
-        if episode.user_id != user_id:
-            raise IsolationError(f"episode of {episode.user_id!r} offered to {user_id!r}")
-        stored = self.records.add_episode(owner, episode, extract)
-        if self.records.count_episodes(owner, pending=True) >= self.embed_batch:
-            self._embed_pending(owner, user_id, None)
-        return stored
+        return self.archive.add(self._owner(user_id), user_id, episode, extract)
 
     def embed_pending(self, user_id: str, but_session: str | None = None) -> int:
         """Embed the user's episodes that are recorded but not yet in the vector index, and index them lexically
         (one commit), leaving ``but_session``'s pending (a reader's own session: its turns are in its window or
         summary, never recalled as episodes); returns how many."""
-        return self._embed_pending(self._owner(user_id), user_id, but_session)
-
-    def _embed_pending(self, owner: str, user_id: str, but_session: str | None) -> int:
-        with self._locks_guard:
-            lock = self._batch_locks.setdefault(owner, threading.Lock())
-        with lock:  # a read and a session's warm-up at once: one batch, the other finds nothing left
-            pending = self.records.episodes(owner, user_id, pending=True, but_session=but_session)
-            if not pending:
-                return 0
-            texts = [episode_text(e) for e in pending]
-            vectors = self.embedder(texts)
-            with self._unit():
-                self.vectors.put(owner, user_id, "episodes", [e.id for e in pending], texts, vectors)
-                self.lexicon.change(owner, "episodes", [(e.id, t) for e, t in zip(pending, texts)])
-                self.records.mark_embedded(owner, [e.id for e in pending])
-            return len(pending)
+        return self.archive.embed_pending(self._owner(user_id), user_id, but_session)
 
     def episodes(self, user_id: str, ids: Sequence[str] | None = None) -> list[Episode]:
         """The user's episodes (all, or by id), in the order they were observed."""
@@ -297,7 +226,7 @@ class FactStore:
         check_parts(depths)
         owner = self._owner(user_id)
         if "episodes" in depths:
-            self._embed_pending(owner, user_id, session)  # a read never misses another session's turn
+            self.archive.embed_pending(owner, user_id, session)  # a read never misses another session's turn
         found: dict[str, list[tuple[str, float]]] = {part: [] for part in depths}
         for part, item_id, sim in self.vectors.nearest(owner, user_id, vector, sum(max(k, 0) for k in depths.values())):
             if part in found and len(found[part]) < depths[part]:
@@ -311,7 +240,7 @@ class FactStore:
         check_parts([part])
         owner = self._owner(user_id)
         if part == "episodes":
-            self._embed_pending(owner, user_id, session)  # a read never misses another session's turn
+            self.archive.embed_pending(owner, user_id, session)  # a read never misses another session's turn
         return self.lexicon.search(owner, part, query, k)
 
     def _check_open(self) -> None:
@@ -324,7 +253,7 @@ class FactStore:
         owner = self._check_events(user_id, events)
         with self._unit():  # in one database, the three steps commit together; otherwise the log is ahead
             seqs = self.log.append(owner, events)
-            self._effect(owner, user_id, events)
+            self.facts.effect(owner, user_id, events)
             self.log.mark_applied(owner, seqs)
 
     def record(self, user_id: str, events: Sequence[Event]) -> None:
@@ -343,17 +272,10 @@ class FactStore:
                 if self.log.applied(seq):
                     continue
                 owner = owner_of(e.user_id)
-                self._effect(owner, e.user_id, [e])
+                self.facts.effect(owner, e.user_id, [e])
                 self.log.mark_applied(owner, [seq])
             done.append(e)
         return done
-
-    def _effect(self, owner: str, user_id: str, events: Sequence[Event]) -> None:
-        # what the events leave current is upserted; a deleted or closed version leaves the index (its closed
-        # version lives on in the log)
-        state = fold(events)
-        now_current = current(state)
-        self._change(owner, user_id, now_current, [i for i in state if i not in {f.id for f in now_current}])
 
     def _check_events(self, user_id: str, events: Sequence[Event]) -> str:
         owner = self._owner(user_id)

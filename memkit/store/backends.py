@@ -1,0 +1,47 @@
+"""The parts each of ``FactStore``'s constructors composes (docs/architecture.md §8): keyword arguments for
+``FactStore(...)``, built here so the store's class holds no backend's set-up."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from pathlib import Path
+from typing import Any
+
+from .chroma import ChromaIndex
+from .log import EventLog
+from .records import Records
+from .sql import Database
+
+
+def ephemeral(embedder: Any) -> dict[str, Any]:
+    import chromadb
+
+    # Every EphemeralClient in a process shares one system: a random namespace keeps stores apart.
+    vectors = ChromaIndex(chromadb.EphemeralClient(), embedder, f"mk{uuid.uuid4().hex[:8]}", "ephemeral")
+    return dict(vectors=vectors, records=Records(), embedder=embedder, backend="ephemeral")
+
+
+def persistent(path: str, embedder: Any, namespace: str, max_users: int) -> dict[str, Any]:
+    vectors = ChromaIndex.persistent(path, embedder, namespace, max_users)
+    return dict(vectors=vectors, records=Records(Path(path) / f"{namespace}.sqlite3"), embedder=embedder,
+                backend="persistent")
+
+
+def http(host: str, port: int, embedder: Any, namespace: str, records: str | Path | None,
+         log: str | None) -> dict[str, Any]:
+    vectors = ChromaIndex.http(host, port, embedder, namespace)
+    if records is None:  # shared by every process of this machine that talks to the same server
+        folder = Path.home() / ".memkit"
+        folder.mkdir(parents=True, exist_ok=True)
+        records = folder / f"records-{re.sub(r'[^A-Za-z0-9._-]', '_', host)}-{port}-{namespace}.sqlite3"
+    return dict(vectors=vectors, records=Records(records), log=EventLog.postgres(log, namespace) if log else None,
+                embedder=embedder, backend="http")
+
+
+def postgres(url: str, embedder: Any, namespace: str) -> dict[str, Any]:
+    from .postgres import PgTextIndex, PgVectorIndex
+
+    db = Database.postgres(url, namespace)
+    return dict(vectors=PgVectorIndex(db, embedder), records=Records(db), log=EventLog(db), text=PgTextIndex(db),
+                embedder=embedder, backend="postgres")
