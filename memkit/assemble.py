@@ -25,8 +25,11 @@ def date_label(t: float) -> str:
 
 
 def episode_line(e: Episode) -> str:
-    """One episode as a context line: ``Caroline: ...``."""
-    return f"{e.speaker}: {e.content}"
+    """One episode as a context line: ``Caroline: ...``; an excerpt of a long turn is marked ``…`` where the
+    turn goes on."""
+    if e.span is None:
+        return f"{e.speaker}: {e.content}"
+    return f"{e.speaker}: {'…' if e.span[0] else ''}{e.content.strip()}{'…' if e.span[1] < e.span[2] else ''}"
 
 
 def session_header(e: Episode, labelled: bool = False) -> str:
@@ -109,9 +112,9 @@ def pack_episodes(recalled: Sequence[Recalled], budget: int, skip: Callable[[Epi
 
     def take(e: Episode, rank: int, why: str, score: float | None, similarity: float | None) -> bool:
         nonlocal used
-        if e.id in chosen or skip(e):
+        if e.ref in chosen or skip(e):
             return False
-        key = repeat_key(e) if fold_repeats else e.id
+        key = repeat_key(e) if fold_repeats else e.ref
         if key in first_of:  # the same line, said again: shown once, with every session it came from
             repeats.setdefault(first_of[key], []).append(e)
             return False
@@ -123,10 +126,12 @@ def pack_episodes(recalled: Sequence[Recalled], budget: int, skip: Callable[[Epi
         sessions.setdefault(e.session_id, e)
         item = {"turn_id": e.turn_id, "text": line, "session_id": e.session_id, "date": date_label(e.time),
                 "speaker": e.speaker, "rank": rank, "why": why, "score": _round(score), "similarity": _round(similarity)}
-        if truncates is not None and truncates(e.content):
+        if e.span is not None:
+            item["excerpt"] = list(e.span[:2])  # characters of the turn shown: the passage that was recalled
+        elif truncates is not None and truncates(e.content):
             item["embedding"] = "truncated to the embedder's window; the lexical index has every word"
-        chosen[e.id] = (e, {**item, "tokens": cost})
-        first_of[key] = e.id
+        chosen[e.ref] = (e, {**item, "tokens": cost})
+        first_of[key] = e.ref
         return True
 
     for rank, r in enumerate(recalled, 1):
@@ -137,12 +142,17 @@ def pack_episodes(recalled: Sequence[Recalled], budget: int, skip: Callable[[Epi
                 take(n, rank, f"neighbour of {r.item.turn_id} (#{rank})", None, None)
     for shown_id, again in repeats.items():  # in the order they were said, whatever the ranks' ties
         e, item = chosen[shown_id]
-        said = sorted([e] + again, key=lambda x: int(x.id))
+        said = sorted([e] + again, key=said_order)
         item["sessions"] = list(dict.fromkeys(x.session_id for x in said))
-        item["repeats"] = [x.turn_id for x in sorted(again, key=lambda x: int(x.id))]
-    ordered = sorted(chosen.values(), key=lambda x: int(x[0].id))
+        item["repeats"] = [x.turn_id for x in sorted(again, key=said_order)]
+    ordered = sorted(chosen.values(), key=lambda x: said_order(x[0]))
     text = render_episodes([e for e, _ in ordered], dates)
     return Part("episodes", text, tokens.count(text), tuple(item for _, item in ordered))
+
+
+def said_order(e: Episode) -> tuple[int, int]:
+    """Episodes in the order they were said; passages of one turn in the turn's order."""
+    return int(e.id), e.span[0] if e.span else 0
 
 
 def pack_turns(window: Sequence[Turn], budget: int) -> list[Turn]:

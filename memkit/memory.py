@@ -7,9 +7,12 @@
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError
+from datetime import datetime
+from time import time as clock
 from typing import Any, Callable, Sequence
 
-from . import assemble, reconcile, registry, validate
+from . import assemble, reconcile, registry, timeframe, validate
+from .passages import PASSAGE_TOKENS
 from .config import Settings
 from .episodic import EpisodicBuffer, SessionStore
 from .errors import ConfigError, ExtractionError, ModelUnavailable, StoreUnavailable
@@ -34,7 +37,7 @@ class Memory:
                  document_share: float = 0.25, profile_tokens: int = 150, recall: RecallOptions | None = None,
                  facts: bool = True, episodes: bool = True, neighbours: int = 0, episode_dates: bool = True,
                  episodes_for_facts: bool = False, window_share: float = 0.3, fold_repeats: bool = True,
-                 headers: dict[str, str] | None = None) -> None:
+                 headers: dict[str, str] | None = None, passage_tokens: int = PASSAGE_TOKENS) -> None:
         if policy == "llm":
             policy = registry.as_policy("llm", model=chat_model)  # ConfigError without a model
         validate.positive_int("k", k)
@@ -57,6 +60,8 @@ class Memory:
         self.neighbours, self.episode_dates = neighbours, episode_dates
         self.episodes_for_facts, self.window_share = episodes_for_facts, window_share
         self.fold_repeats = fold_repeats  # a line said in several sessions is shown once (assemble.pack_episodes)
+        # a turn longer than this is indexed as passages, and a read can show the one that answers (0: whole turns)
+        self.passage_tokens = 0 if passage_tokens == 0 else validate.positive_int("passage_tokens", passage_tokens)
         unknown = set(headers or {}) - set(assemble.HEADERS)
         if unknown:
             raise ConfigError(f"unknown headers {sorted(unknown)}; choose from {sorted(assemble.HEADERS)}")
@@ -133,7 +138,8 @@ class Memory:
         extract = role == "user" or speaker is not None
         # the record says, in its own commit, that the turn is still to be extracted (the durable retry queue)
         episode = self.store.add_episode(user_id, Episode("", user_id, session_id, turn.id, speaker or role, role,
-                                                          turn.content, turn.time, turn.tokens), extract=extract)
+                                                          turn.content, turn.time, turn.tokens,
+                                                          passage_tokens=self.passage_tokens), extract=extract)
         return self._extract(user_id, turn, speaker, episode.id) if extract else []
 
     def _extract(self, user_id: str, turn: Turn, speaker: str | None, episode_id: str) -> list[Event]:
@@ -239,7 +245,7 @@ class Memory:
                          self.min_score if min_score is None else min_score, self.profile_tokens, self.recall_options)
 
     def context(self, user_id: str, session_id: str, query: str, budget: int = 1200, k: int | None = None,
-                min_score: float | None = None) -> Context:
+                min_score: float | None = None, now: "float | datetime | None" = None) -> Context:
         """What to send for ``query`` within ``budget`` tokens, with an account of every item and why.
 
         In priority order: this session's newest turns are reserved (up to ``window_share`` of the budget);
@@ -247,6 +253,9 @@ class Memory:
         (each with its session date and speaker; never one already in this session or the source of a
         shown fact), then the running summary and the newest turns, then documents in their own share.
         ``k`` and ``min_score`` override the memory's own for this read (what a widget's sliders pass).
+        ``now`` is when the question is asked (default: the session's newest turn, else the clock): a
+        relative expression in it ("two weeks ago", "most recently") ranks the turns of that time up
+        (``memkit/timeframe.py``), and the notes say how.
         """
         budget = validate.positive_int("budget", budget)
         k = None if k is None else validate.positive_int("k", k)
@@ -258,9 +267,12 @@ class Memory:
         in_session = {t.id for t in buf.turns}
         plan = budget_plan(budget, [t.tokens for t in window], docs is not None, self.document_share,
                            self.window_share, self.profile_tokens, self.recall_options.depth)
+        asked = validate.time_point("now", now) if now is not None else window[-1].time if window else clock()
+        when = timeframe.parse(query, asked) if self.recall_options.timeframes else None
+        notes += (f"question time {assemble.date_label(asked)}: {when.describe()}",) if when else ()
         hits, episodes = recall(self.store, self.policy, user_id, session_id, query, plan, k or self.k,
                                 self.min_score if min_score is None else min_score, self.recall_options,
-                                self.facts, self.episodes)
+                                self.facts, self.episodes, when)
         left = plan.memory
         facts = assemble.pack_facts(hits, left - plan.reserve, plan.profile)
         left -= facts.tokens

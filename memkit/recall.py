@@ -10,9 +10,12 @@ from dataclasses import dataclass, replace
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
+from . import passages
 from .budget import BudgetPlan, profile_rows
 from .store import FactStore
-from .types import Fact, Hit, Recalled
+from .store.base import episode_items
+from .timeframe import Timeframe
+from .types import Episode, Fact, Hit, Recalled
 
 if TYPE_CHECKING:
     from .reconcile import Policy
@@ -34,6 +37,7 @@ class RecallOptions:
     weights: tuple[tuple[str, float], ...] = (("lexical", 1.0), ("dense", 1.0))
     depth: int = DEPTH
     rrf_k: int = RRF_K
+    timeframes: bool = True  # a question's relative time ranks the turns of that time up (memkit/timeframe.py)
 
     def __post_init__(self) -> None:
         unknown = set(self.channels) - set(CHANNELS)
@@ -74,25 +78,49 @@ def recall_facts(store: FactStore, user_id: str, query: str, dense: Sequence[tup
     """The user's current facts for ``query`` by fused rank, with the dense channel's ``(id, similarity)``
     (None: lexical only); dense hits below ``floor`` do not count. The facts are read by id from the
     maintained profile, ``page`` ids at a time (None: all at once)."""
-    return _recall(store, user_id, "facts", query, dense, options, floor,
-                   lambda ids: store.profile(user_id, ids=ids), page)
+    rankings, sims = _rankings(store, user_id, "facts", query, dense, options, floor, None)
+    return _fetched(fuse(rankings, options), sims, lambda ids: {f.id: f for f in store.profile(user_id, ids=ids)}, page)
 
 
 def recall_episodes(store: FactStore, user_id: str, query: str, dense: Sequence[tuple[str, float]] | None,
                     options: RecallOptions = RecallOptions(), page: int | None = None,
-                    session: str | None = None) -> Iterator[Recalled]:
-    """The user's episodes (past turns) for ``query`` by fused rank; no floor: they compete on rank.
-    The episodes are read by id from their records, ``page`` ids at a time (None: all at once).
-    ``session`` is the reader's own (``FactStore.lexical``)."""
-    return _recall(store, user_id, "episodes", query, dense, options, -math.inf,
-                   lambda ids: store.episodes(user_id, ids), page, session)
+                    session: str | None = None, timeframe: Timeframe | None = None) -> Iterator[Recalled]:
+    """The user's episodes (past turns, or passages of long ones as excerpts) for ``query`` by fused rank; no
+    floor: they compete on rank. With a ``timeframe`` (``memkit/timeframe.py``) a third ranking joins the
+    fusion: the turns said in its window, or the recalled turns newest or oldest first. The episodes are read
+    by id from their records, ``page`` ids at a time (None: all at once). ``session`` is the reader's own
+    (``FactStore.lexical``)."""
+    rankings, sims = _rankings(store, user_id, "episodes", query, dense, options, -math.inf, session)
+    if timeframe is not None:
+        rankings["time"] = _by_time(store, user_id, [i for i, _, _ in fuse(rankings, options)], timeframe,
+                                    options.depth, session)
+    return _fetched(fuse(rankings, options), sims, lambda refs: _episodes(store, user_id, refs), page)
 
 
-def _recall(store: FactStore, user_id: str, part: str, query: str, dense: Sequence[tuple[str, float]] | None,
-            options: RecallOptions, floor: float, fetch: Callable[[list[str]], Sequence[Any]],
-            page: int | None, session: str | None = None) -> Iterator[Recalled]:
-    """Both channels over one part, fused now; the items are read by id from their store of record as the
-    caller takes them, a page at a time, so a read that stops early (a full budget) fetches no more."""
+def _episodes(store: FactStore, user_id: str, refs: Sequence[str]) -> dict[str, Episode]:
+    """Episodes by index id: a whole turn, or the excerpt a passage's id names (``memkit/passages.py``)."""
+    parsed = [passages.parse(r) for r in refs]
+    by_id = {e.id: e for e in store.episodes(user_id, list(dict.fromkeys(i for i, _ in parsed)))}
+    return {r: by_id[i] if span is None else by_id[i].excerpt(span) for r, (i, span) in zip(refs, parsed) if i in by_id}
+
+
+def _by_time(store: FactStore, user_id: str, refs: list[str], timeframe: Timeframe, depth: int,
+             session: str | None) -> list[str]:
+    """The time ranking: recalled items said in the window (in fused order), then the window's other turns
+    in the order they were said; or, for an order, the recalled items newest (or oldest) first."""
+    if timeframe.order is not None:
+        found = _episodes(store, user_id, refs)
+        return sorted(found, key=lambda r: found[r].time, reverse=timeframe.order == "latest")[:depth]
+    inside = store.episodes_between(user_id, timeframe.start or 0.0, timeframe.end or 0.0, depth, session)
+    ids = {e.id for e in inside}
+    recalled = [r for r in refs if passages.parse(r)[0] in ids]
+    have = {passages.parse(r)[0] for r in recalled}
+    return (recalled + [episode_items(e)[0][0] for e in inside if e.id not in have])[:depth]
+
+
+def _rankings(store: FactStore, user_id: str, part: str, query: str, dense: Sequence[tuple[str, float]] | None,
+              options: RecallOptions, floor: float, session: str | None) -> tuple[dict[str, list[str]], dict[str, float]]:
+    """Each channel's ranking of one part's ids (dense hits below ``floor`` left out), and the dense similarities."""
     rankings: dict[str, list[str]] = {}
     sims: dict[str, float] = {}
     if "dense" in options.channels and dense is not None:
@@ -100,15 +128,17 @@ def _recall(store: FactStore, user_id: str, part: str, query: str, dense: Sequen
         rankings["dense"] = [i for i, sim in dense if sim >= floor]
     if "lexical" in options.channels:
         rankings["lexical"] = [i for i, _ in store.lexical(user_id, part, query, options.depth, session)]
-    return _fetched(fuse(rankings, options), sims, fetch, page)
+    return rankings, sims
 
 
 def _fetched(fused: list[tuple[str, float, dict[str, int]]], sims: dict[str, float],
-             fetch: Callable[[list[str]], Sequence[Any]], page: int | None) -> Iterator[Recalled]:
+             fetch: Callable[[list[str]], dict[str, Any]], page: int | None) -> Iterator[Recalled]:
+    """The fused items, read by id from their store of record as the caller takes them, a page at a time, so a
+    read that stops early (a full budget) fetches no more."""
     size = page or max(len(fused), 1)
     for start in range(0, len(fused), size):
         chunk = fused[start:start + size]
-        items = {x.id: x for x in fetch([i for i, _, _ in chunk])}
+        items = fetch([i for i, _, _ in chunk])
         yield from (Recalled(items[i], s, r, sims.get(i, math.nan), _why(r)) for i, s, r in chunk if i in items)
 
 
@@ -152,7 +182,7 @@ def fact_hits(store: FactStore, policy: "Policy", user_id: str, query: str, dens
 
 def recall(store: FactStore, policy: "Policy", user_id: str, session_id: str, query: str, plan: BudgetPlan, k: int,
            floor: float, options: RecallOptions = RecallOptions(), facts: bool = True,
-           episodes: bool = True) -> tuple[list[Hit], Iterator[Recalled]]:
+           episodes: bool = True, timeframe: Timeframe | None = None) -> tuple[list[Hit], Iterator[Recalled]]:
     """A read's recall: the facts to show (``fact_hits``) and the episodes in fused rank, read a page at a time
     as packing takes them; one dense query for both parts, the session's own pending turns left pending."""
     if not query.strip():
@@ -164,5 +194,5 @@ def recall(store: FactStore, policy: "Policy", user_id: str, session_id: str, qu
     dense = dense_rankings(store, user_id, vector, depths, options, session_id)
     shown = fact_hits(store, policy, user_id, query, dense.get("facts"), k, floor, plan.profile, options) if facts else []
     found = recall_episodes(store, user_id, query, dense.get("episodes"), deeper, page=plan.page,
-                            session=session_id) if episodes else iter(())
+                            session=session_id, timeframe=timeframe) if episodes else iter(())
     return shown, found

@@ -34,7 +34,7 @@ class Strategy(Protocol):
 
     def end_session(self, session_id: str) -> None: ...
 
-    def context(self, session_id: str, query: str, budget: int) -> Context: ...
+    def context(self, session_id: str, query: str, budget: int, now: float | None = None) -> Context: ...
 
 
 HEADERS = {**assemble.HEADERS, "summary": "Summary of earlier turns:"}  # a summary strategy has no other session
@@ -66,7 +66,7 @@ class FullHistory:
     def end_session(self, session_id: str) -> None:
         pass
 
-    def context(self, session_id: str, query: str, budget: int) -> Context:
+    def context(self, session_id: str, query: str, budget: int, now: float | None = None) -> Context:
         return _turn_context(self.buf.turns, budget)
 
 
@@ -75,7 +75,7 @@ class SlidingWindow(FullHistory):
 
     name = "window"
 
-    def context(self, session_id: str, query: str, budget: int) -> Context:
+    def context(self, session_id: str, query: str, budget: int, now: float | None = None) -> Context:
         chosen: list[Turn] = []
         used = 0
         for t in reversed(self.buf.turns):
@@ -96,7 +96,7 @@ class SummaryCompression(FullHistory):
         self.buf = EpisodicBuffer("all", user_id, window_tokens=int(budget * (1 - summary_share)),
                                   summary_tokens=int(budget * summary_share))
 
-    def context(self, session_id: str, query: str, budget: int) -> Context:
+    def context(self, session_id: str, query: str, budget: int, now: float | None = None) -> Context:
         return _turn_context(self.buf.window, budget, self.buf.summary)
 
 
@@ -118,8 +118,8 @@ class TwoLayer:
     def end_session(self, session_id: str) -> None:
         self.memory.end_session(self.user_id, session_id)
 
-    def context(self, session_id: str, query: str, budget: int) -> Context:
-        return self.memory.context(self.user_id, session_id, query, budget)
+    def context(self, session_id: str, query: str, budget: int, now: float | None = None) -> Context:
+        return self.memory.context(self.user_id, session_id, query, budget, now=now)
 
 
 class NoFacts:
@@ -131,7 +131,8 @@ class NoFacts:
 
 class RawTurnRetrieval(TwoLayer):
     """The equal-token baseline: past turns retrieved by one channel (or both, fused) and packed in rank order
-    into the budget, with this session's newest turns; no facts, no summary, no dates, repeats not folded."""
+    into the budget, with this session's newest turns; no facts, no summary, no dates, repeats not folded, long
+    turns whole (no passages)."""
 
     keeps_facts = False
 
@@ -140,7 +141,8 @@ class RawTurnRetrieval(TwoLayer):
         self.user_id = user_id
         base = memory_options.pop("recall", None) or RecallOptions()
         options = {**memory_options, "profile_tokens": 0, "facts": False, "episode_dates": False,
-                   "fold_repeats": False, "recall": replace(base, channels=RAG[name]), "extractor": NoFacts()}
+                   "fold_repeats": False, "passage_tokens": 0, "recall": replace(base, channels=RAG[name]),
+                   "extractor": NoFacts()}
         self.memory = Memory(store=store, **options)  # type: ignore[arg-type]
 
 

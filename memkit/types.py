@@ -74,7 +74,9 @@ class Episode:
     """One observed turn kept as long-term memory: what was said, by whom, in which session, when.
 
     ``id`` is the store's sequence number; ``turn_id`` is the caller's id of the turn; ``pos`` its place
-    in the session. Episodes are append-only: conflict policies never edit them.
+    in the session. ``passage_tokens`` is the passage size its turn is indexed at (0: whole;
+    ``memkit/passages.py``). A recalled passage is an excerpt: ``span`` is its character range in the turn
+    and the turn's length, ``(start, end, length)``, and ``content`` that range. Episodes are append-only: conflict policies never edit them.
     """
 
     id: str
@@ -87,9 +89,22 @@ class Episode:
     time: float
     tokens: int = 0
     pos: int = 0
+    passage_tokens: int = 0
+    span: tuple[int, int, int] | None = None
 
     def evolve(self, **changes: Any) -> "Episode":
         return replace(self, **changes)
+
+    @property
+    def ref(self) -> str:
+        """Its id in the indexes: the episode's, or its passage's (``<id>:<start>-<end>``)."""
+        return self.id if self.span is None else f"{self.id}:{self.span[0]}-{self.span[1]}"
+
+    def excerpt(self, span: tuple[int, int]) -> "Episode":
+        """The passage ``span`` of this turn (the whole turn when ``span`` covers it)."""
+        if span == (0, len(self.content)):
+            return self
+        return replace(self, content=self.content[span[0]:span[1]], span=(span[0], span[1], len(self.content)))
 
 
 @dataclass(frozen=True)

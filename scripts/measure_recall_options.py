@@ -42,6 +42,11 @@ VARIANTS: dict[str, tuple[str, dict]] = {
     "two-layer, profile 0": ("two-layer:keyed", {"profile_tokens": 0}),
     "two-layer, episodes only (no facts)": ("two-layer:keyed", {"facts": False, "profile_tokens": 0}),
     "two-layer, repeats not folded": ("two-layer:keyed", {"fold_repeats": False}),
+    # long turns as passages (memkit/passages.py): off, and sizes around the default
+    "two-layer, passages off (turns whole)": ("two-layer:keyed", {"passage_tokens": 0}),
+    "two-layer, passages 64": ("two-layer:keyed", {"passage_tokens": 64}),
+    "two-layer, passages 128": ("two-layer:keyed", {"passage_tokens": 128}),
+    "two-layer, passages 192": ("two-layer:keyed", {"passage_tokens": 192}),
     # the whole memory in PostgreSQL (pgvector, and BM25 written in SQL in place of tantivy; the ts_rank_cd
     # variants measured before it are in the README, from this script at commit 5001aac)
     "rag:bm25 on PostgreSQL": ("rag:bm25", {"store": True}),

@@ -4,7 +4,7 @@ import chromadb
 import pytest
 
 from conftest import open_store
-from memkit import FactStore, Memory
+from memkit import FactStore, Memory, tokens
 from memkit.eval.data import DSession, DTurn, Conversation, Probe
 from memkit.eval.runner import run
 from memkit.recall import RecallOptions, fuse, recall_episodes
@@ -146,7 +146,7 @@ def test_shown_fact_spares_its_source_episode(embedder):
 
 
 def test_long_turn_is_kept_whole_and_the_account_says_its_embedding_was_truncated(embedder):
-    m = Memory(store=FactStore.ephemeral(embedder))
+    m = Memory(store=FactStore.ephemeral(embedder), passage_tokens=0)  # passages off: turns whole
     long = "We talked about the garden. " * 120 + "The squirrels dug up the basil."
     m.observe("u", "s1", "user", long)
     m.end_session("u", "s1")
@@ -155,6 +155,45 @@ def test_long_turn_is_kept_whole_and_the_account_says_its_embedding_was_truncate
     assert "truncated" in item["embedding"]
     assert "The squirrels dug up the basil." in ctx.text
     assert m.store.episodes("u")[0].content == long
+
+
+ANSWER = ("Here is a plan for your trip. " + " ".join(f"On day {i} you could visit museum number {i} and eat "
+          f"lunch near the river." for i in range(1, 40)) + " For the ferry, book the 7:40 departure from Pier 9."
+          " Enjoy the trip!")
+
+
+def test_a_long_turn_is_indexed_as_passages_and_the_read_shows_the_one_that_answers(store):
+    m = Memory(store=store, passage_tokens=64)
+    m.observe("u", "s1", "user", "Plan my trip to the islands, please.", turn_id="s1:1")
+    m.observe("u", "s1", "assistant", ANSWER, turn_id="s1:2")
+    m.end_session("u", "s1")
+    ctx = m.context("u", "s2", "Which ferry departure did you tell me to book?", budget=200)
+    shown = [ANSWER[slice(*i["excerpt"])] for i in ctx.parts[1].items if i["turn_id"] == "s1:2"]
+    assert any("7:40 departure from Pier 9" in x for x in shown) and all(tokens.count(x) <= 64 for x in shown)
+    assert "assistant: …" in ctx.text and "7:40 departure from Pier 9" in ctx.text
+    assert tokens.count(ANSWER) > 200 and ctx.tokens <= 200  # the whole answer could never have entered
+    assert "s1:2" in ctx.turn_ids  # a shown passage covers its turn (the metric counts it)
+    assert m.store.episodes("u")[1].content == ANSWER  # the record keeps the whole turn
+
+
+def test_a_turn_shorter_than_a_passage_is_shown_whole(embedder):
+    m = Memory(store=FactStore.ephemeral(embedder), passage_tokens=64)
+    m.observe("u", "s1", "user", "I keep my bike in the blue shed.", turn_id="s1:1")
+    m.end_session("u", "s1")
+    [item] = Memory(store=m.store).context("u", "s2", "where is the bike kept?", budget=200).parts[1].items
+    assert "excerpt" not in item and item["text"] == "user: I keep my bike in the blue shed."
+
+
+def test_passages_cover_the_turn_in_order_within_their_size():
+    from memkit import passages
+
+    for size in (16, 64, 200):
+        spans = passages.spans(ANSWER, size)
+        assert spans[0][0] == 0 and spans[-1][1] == len(ANSWER)
+        assert all(a < b <= c for (a, b), (c, _) in zip(spans, spans[1:]))  # in order, no overlap
+        assert " ".join(ANSWER[a:b] for a, b in spans).split() == ANSWER.split()  # only whitespace left out
+        assert all(tokens.count(ANSWER[a:b]) <= size for a, b in spans)
+    assert passages.spans(ANSWER, 0) == [(0, len(ANSWER))] and passages.spans("short", 64) == [(0, 5)]
 
 
 def test_drop_user_forgets_episodes(store):

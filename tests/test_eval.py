@@ -30,6 +30,19 @@ def test_locomo_loader():
     assert c.probes[2].evidence == ("D2:1", "D1:2")
     assert c.probes[3].answer == "Rex" and c.probes[3].evidence == ()
     assert c.notes["malformed_evidence"] == 1
+    assert {p.time for p in c.probes} == {timestamp(c.sessions[-1].time)} != {None}  # asked after the last session
+
+
+def test_memkit_jsonl_sessions_are_replayed_in_time_order_and_a_probe_is_asked_after_its_session(tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_text(json.dumps({"id": "c", "user_id": "u", "sessions": [
+        {"id": "late", "time": "2026-03-09T10:00:00", "turns": [{"id": "late:1", "role": "user", "content": "Hi."}]},
+        {"id": "early", "time": "2026-03-02T10:00:00", "turns": [{"id": "early:1", "role": "user", "content": "Yo."}]}],
+        "probes": [{"id": "p", "after_session": "early", "question": "?", "answer": "a"},
+                   {"id": "q", "after_session": "late", "question": "?", "answer": "a", "time": "2026-04-01T00:00:00"}]}))
+    (c,) = load(path)
+    assert [s.id for s in c.sessions] == ["early", "late"]
+    assert c.probes[0].time == timestamp("2026-03-02T10:00:00") and c.probes[1].time == timestamp("2026-04-01T00:00:00")
 
 
 def test_longmemeval_loader():

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from ..errors import DatasetError
 
@@ -69,11 +69,13 @@ def _path(path: str | Path) -> Path:
 
 def conversation(d: dict[str, Any]) -> Conversation:
     """One memkit JSONL record (docs/architecture.md §5) as a ``Conversation``."""
-    sessions = tuple(DSession(s["id"], s.get("time"), tuple(
-        DTurn(t["id"], t["role"], t["content"], t.get("speaker")) for t in s["turns"])) for s in d["sessions"])
+    sessions = in_time_order([DSession(s["id"], s.get("time"), tuple(
+        DTurn(t["id"], t["role"], t["content"], t.get("speaker")) for t in s["turns"])) for s in d["sessions"]])
+    session_time = {s.id: timestamp(s.time) for s in sessions}
+    # a probe without its own time is asked at the time of the session it follows
     probes = tuple(Probe(p["id"], p["after_session"], p["question"], str(p["answer"]),
                          tuple(p.get("evidence", ())), p.get("type", "unknown"), p.get("old_answer"),
-                         timestamp(p.get("time")))
+                         timestamp(p.get("time")) or session_time.get(p["after_session"]))
                    for p in d.get("probes", ()))
     return Conversation(d["id"], d["user_id"], sessions, tuple(d.get("ops", ())), probes)
 
@@ -162,9 +164,11 @@ def load_locomo(path: str | Path) -> list[Conversation]:
                     bad += 1
                 evidence += found
             answer = qa.get("answer", qa.get("adversarial_answer", ""))
+            # asked after the last session, at its time
             probes.append(Probe(f"{sample['sample_id']}:q{i}", sessions[-1].id if sessions else "", qa["question"],
-                                str(answer), tuple(evidence), LOCOMO_CATEGORIES.get(qa.get("category"), "unknown")))
-        out.append(Conversation(sample["sample_id"], sample["sample_id"], tuple(sessions), (), tuple(probes),
+                                str(answer), tuple(evidence), LOCOMO_CATEGORIES.get(qa.get("category"), "unknown"),
+                                time=timestamp(sessions[-1].time) if sessions else None))
+        out.append(Conversation(sample["sample_id"], sample["sample_id"], in_time_order(sessions), (), tuple(probes),
                                 {"malformed_evidence": bad, "speakers": [a, conv.get("speaker_b")]}))
     return out
 
@@ -177,10 +181,7 @@ def load_longmemeval(path: str | Path) -> list[Conversation]:
         sessions, evidence = [], []
         ids = item.get("haystack_session_ids") or [f"s{i}" for i in range(len(item["haystack_sessions"]))]
         dates = item.get("haystack_dates") or [None] * len(ids)
-        # the haystack is not always in date order: sessions are replayed by their dates (undated ones last)
-        haystack = sorted(zip(ids, dates, item["haystack_sessions"]),
-                          key=lambda x: (timestamp(x[1]) is None, timestamp(x[1]) or 0.0))
-        for sid, date, turns in haystack:
+        for sid, date, turns in zip(ids, dates, item["haystack_sessions"]):
             dturns = []
             for j, t in enumerate(turns):
                 tid = f"{sid}:{j}"
@@ -188,6 +189,7 @@ def load_longmemeval(path: str | Path) -> list[Conversation]:
                 if t.get("has_answer"):
                     evidence.append(tid)
             sessions.append(DSession(str(sid), date, tuple(dturns)))
+        sessions = list(in_time_order(sessions))  # the haystack is not always in date order
         qtype = "abstention" if qid.endswith("_abs") else item.get("question_type", "unknown")
         probe = Probe(qid, sessions[-1].id if sessions else "", item["question"], str(item["answer"]),
                       tuple(evidence), qtype, time=timestamp(item.get("question_date")),
@@ -209,6 +211,11 @@ def load(path: str | Path, format: str | None = None) -> list[Conversation]:
     if format not in FORMATS:
         raise DatasetError(f"unknown format {format!r}; choose one of {FORMATS}")
     return {"memkit": load_memkit, "locomo": load_locomo, "longmemeval": load_longmemeval}[format](path)
+
+
+def in_time_order(sessions: Sequence[DSession]) -> tuple[DSession, ...]:
+    """Sessions by their time, as they are replayed (undated ones last, in the order given)."""
+    return tuple(sorted(sessions, key=lambda s: (timestamp(s.time) is None, timestamp(s.time) or 0.0)))
 
 
 def timestamp(value: str | None) -> float | None:

@@ -67,7 +67,7 @@ def run_conversation(conv: Conversation, strategy: str, budget: int | Sequence[i
         for p in probes_after.get(session.id, ()):
             for b in budgets:
                 start = time.perf_counter()
-                ctx = s.context(f"probe:{p.id}", p.question, b)
+                ctx = s.context(f"probe:{p.id}", p.question, b, now=p.time)
                 reads.append((time.perf_counter() - start) * 1000)
                 row = {"conversation": conv.id, "strategy": strategy, "budget": b, "probe": p.id, "type": p.type,
                        "evidence_recall": evidence_recall(ctx, conv, p.evidence),

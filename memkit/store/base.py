@@ -9,7 +9,7 @@ import hashlib
 import json
 from typing import Any, Iterable, Protocol, Sequence
 
-from .. import validate
+from .. import passages, validate
 from ..errors import IsolationError
 from ..types import Episode, Fact
 
@@ -34,8 +34,14 @@ def owner_of(user_id: str) -> str:
 
 
 def episode_text(e: Episode) -> str:
-    """What the dense and lexical channels index for an episode: speaker and words."""
+    """What the dense and lexical channels index for an episode (or one of its passages): speaker and words."""
     return f"{e.speaker}: {e.content}"
+
+
+def episode_items(e: Episode) -> list[tuple[str, str]]:
+    """``(index id, text)`` of what an episode is indexed as: the whole turn, or each passage of a turn longer
+    than its ``passage_tokens`` (``memkit/passages.py``)."""
+    return [(x.ref, episode_text(x)) for x in map(e.excerpt, passages.spans(e.content, e.passage_tokens))]
 
 
 def check_parts(parts: Iterable[str]) -> None:

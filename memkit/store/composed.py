@@ -22,7 +22,7 @@ from .. import validate
 from ..errors import ConfigError, IsolationError, StoreClosed, StoreUnavailable
 from ..types import Episode, Event, Fact, Hit, fold
 from .base import (DEFAULT_FLOOR, EMBED_BATCH, IMPORTANCE_WEIGHT, PARTS, SIMILARITY_WEIGHT, TextIndex, VectorIndex,
-                   check_parts, check_where, episode_text, matches, owner_of)
+                   check_parts, check_where, episode_items, matches, owner_of)
 from . import backends
 from .chroma import MAX_USERS
 from .episodes import EpisodeArchive
@@ -209,6 +209,12 @@ class FactStore:
         """The user's episodes (all, or by id), in the order they were observed."""
         return self.records.episodes(self._owner(user_id), user_id, ids)
 
+    def episodes_between(self, user_id: str, start: float, end: float, limit: int,
+                         session: str | None = None) -> list[Episode]:
+        """The user's indexed episodes said from ``start`` to ``end`` (seconds), oldest first, at most ``limit``;
+        a reader in ``session`` leaves its own out."""
+        return self.records.between(self._owner(user_id), user_id, start, end, limit, session)
+
     def neighbours(self, user_id: str, episode: Episode, span: int = 1) -> list[Episode]:
         """The turns around ``episode`` in its session."""
         return self.records.neighbours(self._owner(user_id), user_id, episode, span)
@@ -341,7 +347,8 @@ def _fill(text: TextIndex, records: Records, log: EventLog) -> None:
     """Fill a text index from the truth it derives from (the profile and the embedded episodes), and drop what
     an older memkit kept for it (FTS5 tables, a facts-only folder)."""
     text.fill(itertools.chain(((owner, "facts", ref, body) for owner, ref, body in log.all_facts()),
-                              ((owner, "episodes", e.id, episode_text(e)) for owner, e in records.embedded())))
+                              ((owner, "episodes", ref, text) for owner, e in records.embedded()
+                               for ref, text in episode_items(e))))
     records.drop_fts()
     if records.path != ":memory:" and records.db.dialect == "sqlite":
         shutil.rmtree(Path(records.path).with_suffix(".facts-index"), ignore_errors=True)

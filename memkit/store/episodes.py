@@ -10,7 +10,7 @@ from typing import Any, Callable, ContextManager
 
 from ..errors import IsolationError
 from ..types import Episode
-from .base import TextIndex, VectorIndex, episode_text
+from .base import TextIndex, VectorIndex, episode_items
 from .records import Records
 
 
@@ -41,10 +41,11 @@ class EpisodeArchive:
             pending = self.records.episodes(owner, user_id, pending=True, but_session=but_session)
             if not pending:
                 return 0
-            texts = [episode_text(e) for e in pending]
+            items = [item for e in pending for item in episode_items(e)]
+            texts = [text for _, text in items]
             vectors = self.embedder(texts)
             with self.unit():
-                self.vectors.put(owner, user_id, "episodes", [e.id for e in pending], texts, vectors)
-                self.text.change(owner, "episodes", [(e.id, t) for e, t in zip(pending, texts)])
+                self.vectors.put(owner, user_id, "episodes", [ref for ref, _ in items], texts, vectors)
+                self.text.change(owner, "episodes", items)
                 self.records.mark_embedded(owner, [e.id for e in pending])
             return len(pending)

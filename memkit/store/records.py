@@ -34,6 +34,10 @@ CREATE INDEX IF NOT EXISTS episodes_session ON episodes(owner, session_id, pos)"
 CREATE INDEX episodes_extract ON episodes(extract) WHERE extract = 1;
 CREATE TABLE waiting_writes (seq INTEGER PRIMARY KEY AUTOINCREMENT, owner TEXT NOT NULL, user_id TEXT NOT NULL,
   time REAL, candidates TEXT NOT NULL)""",
+        # the passage size a turn is indexed at (0: whole; memkit/passages.py), and turns by time (a question's
+        # timeframe, memkit/timeframe.py)
+        """ALTER TABLE episodes ADD COLUMN passage_tokens INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX episodes_time ON episodes(owner, time)""",
     ),
     "postgres": (
         """CREATE TABLE episodes (
@@ -46,9 +50,11 @@ CREATE INDEX episodes_session ON episodes(owner, session_id, pos);
 CREATE INDEX episodes_extract ON episodes(extract) WHERE extract = 1;
 CREATE TABLE waiting_writes (seq BIGSERIAL PRIMARY KEY, owner TEXT NOT NULL, user_id TEXT NOT NULL,
   time DOUBLE PRECISION, candidates TEXT NOT NULL)""",
+        """ALTER TABLE episodes ADD COLUMN passage_tokens INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX episodes_time ON episodes(owner, time)""",
     ),
 }
-EPISODE_COLUMNS = "seq, user_id, session_id, turn_id, speaker, role, content, time, tokens, pos"
+EPISODE_COLUMNS = "seq, user_id, session_id, turn_id, speaker, role, content, time, tokens, pos, passage_tokens"
 # what held the lexical index before tantivy did (docs/architecture.md §2): dropped by ``drop_fts``
 FTS_TABLES = ("lexical", "lex_refs")
 
@@ -78,9 +84,9 @@ class Records:
             pos = run("SELECT COUNT(*) FROM episodes WHERE owner = ? AND session_id = ?",
                       (owner, ep.session_id)).fetchone()[0]
             seq = run("INSERT INTO episodes (owner, user_id, session_id, turn_id, speaker, role, content, time, tokens,"
-                      " pos, extract) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
+                      " pos, extract, passage_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
                       (owner, ep.user_id, ep.session_id, ep.turn_id, ep.speaker, ep.role, ep.content, ep.time,
-                       ep.tokens, pos, int(extract))).fetchone()[0]
+                       ep.tokens, pos, int(extract), ep.passage_tokens)).fetchone()[0]
         return ep.evolve(id=str(seq), pos=pos)
 
     def episodes(self, owner: str, user_id: str, ids: Iterable[str] | None = None, pending: bool = False,
@@ -104,6 +110,18 @@ class Records:
             sql += f" AND seq IN ({','.join('?' * len(ids))})"
             args += ids
         return [self._own(user_id, _episode(r)) for r in self.db.rows(sql + " ORDER BY seq", args)]
+
+    def between(self, owner: str, user_id: str, start: float, end: float, limit: int,
+                but_session: str | None = None) -> list[Episode]:
+        """The user's embedded episodes said from ``start`` to ``end``, in the order they were said (at most
+        ``limit``), leaving out ``but_session``'s."""
+        sql = f"SELECT {EPISODE_COLUMNS} FROM episodes WHERE owner = ? AND embedded = 1 AND time BETWEEN ? AND ?"
+        args: list = [owner, start, end]
+        if but_session is not None:
+            sql += " AND session_id != ?"
+            args.append(but_session)
+        rows = self.db.rows(sql + " ORDER BY seq LIMIT ?", args + [limit])
+        return [self._own(user_id, _episode(r)) for r in rows]
 
     def neighbours(self, owner: str, user_id: str, ep: Episode, span: int = 1) -> list[Episode]:
         """The turns just before and after ``ep`` in its session."""

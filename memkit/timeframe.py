@@ -1,0 +1,102 @@
+"""The question's own time (docs/architecture.md §5): relative expressions ("two weeks ago", "last month", "in
+May", "most recently", "the first time") read offline against the time the question is asked, as a window of
+time or an order that the read uses to rank episodes (``recall.recall_episodes``). Pure functions of the
+question and ``now``; English only.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+DAY = 86400.0
+_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+            "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "couple of": 2, "few": 3}
+_UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
+_MONTHS = {m.lower(): i for i, m in enumerate(calendar.month_name) if m}
+_NUM = r"(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a couple of|a few|couple of|few)"
+_AGO = re.compile(rf"\b{_NUM}\s+(day|week|month|year)s?\s+ago\b")
+_LAST = re.compile(r"\b(yesterday|last (week|month|year|weekend)|(this|past) (week|month|year))\b")
+_IN_MONTH = re.compile(r"\b(?:in|during|back in|on|of) (" + "|".join(_MONTHS) + r")\b")
+_LATEST = re.compile(r"\b(most recent(ly)?|latest|last time|the last|recently|lately|newest)\b")
+_EARLIEST = re.compile(r"\b(first time|the first|earliest|originally|at first|initially)\b")
+
+
+@dataclass(frozen=True)
+class Timeframe:
+    """What a question says about time: a window ``[start, end]`` (seconds since the epoch) or an ``order``
+    (``"latest"`` or ``"earliest"``), and the ``phrase`` that said it."""
+
+    phrase: str
+    start: float | None = None
+    end: float | None = None
+    order: str | None = None
+
+    def contains(self, t: float) -> bool:
+        return self.start is not None and self.end is not None and self.start <= t <= self.end
+
+    def describe(self) -> str:
+        """How the read used it, for the context's account."""
+        if self.order is not None:
+            return f'"{self.phrase}": the {self.order} of the recalled turns ranked up'
+        return f'"{self.phrase}": turns from {_date(self.start)} to {_date(self.end)} ranked up'
+
+
+def parse(question: str, now: float) -> Timeframe | None:
+    """The timeframe ``question`` names, asked at ``now``; None when it names none. A count of units ago is
+    a window of half a unit either side (at least a day); a month name is the latest such month up to ``now``."""
+    q = " ".join(question.lower().split())
+    m = _AGO.search(q)
+    if m:
+        n = int(m.group(1)) if m.group(1).isdigit() else _NUMBERS[m.group(1).removeprefix("a ").strip()]
+        unit = _UNIT_DAYS[m.group(2)]
+        half = max(unit / 2, 1.0)
+        centre = now - n * unit * DAY
+        return Timeframe(m.group(0), centre - half * DAY, centre + half * DAY)
+    m = _LAST.search(q)
+    if m:
+        return _last(m.group(0), now)
+    m = _IN_MONTH.search(q)
+    if m:
+        return _month(m.group(0), _MONTHS[m.group(1)], now)
+    for order, pattern in (("latest", _LATEST), ("earliest", _EARLIEST)):
+        m = pattern.search(q)
+        if m:
+            return Timeframe(m.group(0), order=order)
+    return None
+
+
+def _last(phrase: str, now: float) -> Timeframe:
+    """Yesterday, last week / weekend / month / year, this or past week / month / year."""
+    d = datetime.fromtimestamp(now)
+    midnight = d.replace(hour=0, minute=0, second=0, microsecond=0)
+    if phrase == "yesterday":
+        return Timeframe(phrase, (midnight - timedelta(days=1)).timestamp(), midnight.timestamp())
+    unit = phrase.split()[-1]
+    if phrase.startswith(("this", "past")):
+        days = {"week": 7, "month": 31, "year": 366}[unit]
+        return Timeframe(phrase, now - days * DAY, now)
+    if unit in ("week", "weekend"):
+        monday = midnight - timedelta(days=midnight.weekday())
+        start = monday - timedelta(days=7) + (timedelta(days=5) if unit == "weekend" else timedelta())
+        return Timeframe(phrase, start.timestamp(), monday.timestamp())
+    if unit == "month":
+        first = midnight.replace(day=1)
+        start = (first - timedelta(days=1)).replace(day=1)
+        return Timeframe(phrase, start.timestamp(), first.timestamp())
+    return Timeframe(phrase, datetime(d.year - 1, 1, 1).timestamp(), datetime(d.year, 1, 1).timestamp())
+
+
+def _month(phrase: str, month: int, now: float) -> Timeframe:
+    d = datetime.fromtimestamp(now)
+    year = d.year if month <= d.month else d.year - 1
+    start = datetime(year, month, 1)
+    end = datetime(year + (month == 12), month % 12 + 1, 1)
+    return Timeframe(phrase, start.timestamp(), end.timestamp())
+
+
+def _date(t: float | None) -> str:
+    d = datetime.fromtimestamp(t or 0.0)
+    return f"{d.day} {d.strftime('%b %Y')}"
