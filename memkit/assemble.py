@@ -78,23 +78,34 @@ def pack_facts(hits: Sequence[Hit], budget: int, profile_tokens: int) -> Part:
     return Part("facts", text, tokens.count(text), tuple(items))
 
 
+NEAR_REPEATS = 0.8  # words this alike make two lines one (README, "Repeated lines")
+
+
 def repeat_key(e: Episode) -> str:
     """What makes two episodes the same line: speaker and words, ignoring case, punctuation and spacing."""
     return " ".join(re.sub(r"[^\w\s]", " ", f"{e.speaker}: {e.content}".lower()).split())
 
 
+def near(a: set[str], b: set[str]) -> float:
+    """How alike two lines' words are (Jaccard: shared words over all words)."""
+    return len(a & b) / len(a | b) if a and b else 0.0
+
+
 def pack_episodes(recalled: Sequence[Recalled], budget: int, skip: Callable[[Episode], bool],
                   neighbours: Callable[[Episode], Sequence[Episode]] | None = None, dates: bool = True,
-                  truncates: Callable[[str], bool] | None = None, fold_repeats: bool = True) -> Part:
+                  truncates: Callable[[str], bool] | None = None, fold_repeats: bool = True,
+                  near_repeats: float = NEAR_REPEATS) -> Part:
     """Episodes in fused rank until ``budget`` is spent, shown in the order they were said.
 
     ``skip`` leaves out what the context already holds (this session's turns, the sources of shown facts);
     ``neighbours`` (when given) adds the turns around each hit after it, while they fit. With
-    ``fold_repeats`` a line said again in other sessions is shown once: its item lists every session it was
-    said in (``sessions``) and the turns it stands for (``repeats``), and the repeats take no budget.
+    ``fold_repeats`` a line said again in other sessions, or one whose words are at least ``near_repeats``
+    alike (``near``; 1.0: identical lines only), is shown once: its item lists every session it was said
+    in (``sessions``) and the turns it stands for (``repeats``), and the repeats take no budget.
     """
     chosen: dict[str, tuple[Episode, dict[str, Any]]] = {}
     first_of: dict[str, str] = {}  # repeat key -> the episode id shown for it
+    words_of: dict[str, set[str]] = {}  # shown episode id -> its words (near repeats)
     repeats: dict[str, list[Episode]] = {}  # shown episode id -> the same line said elsewhere
     sessions: dict[str, Episode] = {}  # session id -> its first episode shown
     used = 0
@@ -115,8 +126,12 @@ def pack_episodes(recalled: Sequence[Recalled], budget: int, skip: Callable[[Epi
         if e.ref in chosen or skip(e):
             return False
         key = repeat_key(e) if fold_repeats else e.ref
-        if key in first_of:  # the same line, said again: shown once, with every session it came from
-            repeats.setdefault(first_of[key], []).append(e)
+        words = set(key.split())
+        same = None
+        if fold_repeats:
+            same = first_of.get(key) or next((ref for ref, w in words_of.items() if near(words, w) >= near_repeats), None)
+        if same is not None:  # the same line, said again: shown once, with every session it came from
+            repeats.setdefault(same, []).append(e)
             return False
         line = episode_line(e)
         cost = line_cost(line) + header_cost(e)
@@ -132,6 +147,8 @@ def pack_episodes(recalled: Sequence[Recalled], budget: int, skip: Callable[[Epi
             item["embedding"] = "truncated to the embedder's window; the lexical index has every word"
         chosen[e.ref] = (e, {**item, "tokens": cost})
         first_of[key] = e.ref
+        if fold_repeats and near_repeats < 1.0:
+            words_of[e.ref] = words
         return True
 
     for rank, r in enumerate(recalled, 1):

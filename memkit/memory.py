@@ -37,7 +37,8 @@ class Memory:
                  document_share: float = 0.25, profile_tokens: int = 150, recall: RecallOptions | None = None,
                  facts: bool = True, episodes: bool = True, neighbours: int = 0, episode_dates: bool = True,
                  episodes_for_facts: bool = False, window_share: float = 0.3, fold_repeats: bool = True,
-                 headers: dict[str, str] | None = None, passage_tokens: int = PASSAGE_TOKENS) -> None:
+                 headers: dict[str, str] | None = None, passage_tokens: int = PASSAGE_TOKENS,
+                 near_repeats: float = assemble.NEAR_REPEATS) -> None:
         if policy == "llm":
             policy = registry.as_policy("llm", model=chat_model)  # ConfigError without a model
         validate.positive_int("k", k)
@@ -59,7 +60,8 @@ class Memory:
         self.facts, self.episodes = facts, episodes          # which long-term items a read searches
         self.neighbours, self.episode_dates = neighbours, episode_dates
         self.episodes_for_facts, self.window_share = episodes_for_facts, window_share
-        self.fold_repeats = fold_repeats  # a line said in several sessions is shown once (assemble.pack_episodes)
+        # a line said in several sessions, or one this alike (0..1, words), is shown once (assemble.pack_episodes)
+        self.fold_repeats, self.near_repeats = fold_repeats, near_repeats
         # a turn longer than this is indexed as passages, and a read can show the one that answers (0: whole turns)
         self.passage_tokens = 0 if passage_tokens == 0 else validate.positive_int("passage_tokens", passage_tokens)
         unknown = set(headers or {}) - set(assemble.HEADERS)
@@ -282,7 +284,7 @@ class Memory:
             skip=lambda e: e.turn_id in in_session or (not self.episodes_for_facts and e.turn_id in shown_sources),
             neighbours=(lambda e: self.store.neighbours(user_id, e, self.neighbours)) if self.neighbours else None,
             dates=self.episode_dates, truncates=getattr(self.store.embedder, "truncates", None),
-            fold_repeats=self.fold_repeats)
+            fold_repeats=self.fold_repeats, near_repeats=self.near_repeats)
         left -= eps.tokens
         summary_part = assemble.pack_summary(summary, left - plan.newest)
         chosen = assemble.pack_turns(window, left - summary_part.tokens)

@@ -42,6 +42,9 @@ VARIANTS: dict[str, tuple[str, dict]] = {
     "two-layer, profile 0": ("two-layer:keyed", {"profile_tokens": 0}),
     "two-layer, episodes only (no facts)": ("two-layer:keyed", {"facts": False, "profile_tokens": 0}),
     "two-layer, repeats not folded": ("two-layer:keyed", {"fold_repeats": False}),
+    "two-layer, identical repeats only": ("two-layer:keyed", {"near_repeats": 1.0}),
+    "two-layer, near repeats 0.6": ("two-layer:keyed", {"near_repeats": 0.6}),
+    "two-layer, no question time": ("two-layer:keyed", {"recall": RecallOptions(timeframes=False)}),
     # long turns as passages (memkit/passages.py): off, and sizes around the default
     "two-layer, passages off (turns whole)": ("two-layer:keyed", {"passage_tokens": 0}),
     "two-layer, passages 64": ("two-layer:keyed", {"passage_tokens": 64}),

@@ -400,3 +400,19 @@ def test_a_line_said_in_several_sessions_is_shown_once_with_its_sessions(embedde
     assert any("bakery" in line for line in lines)  # the budget the repeats would have taken
     plain = Memory(store=m.store, fold_repeats=False).context("u", "now2", "Do you still like your job?", budget=300)
     assert plain.parts[1].text.count("Do you still like your job?") == 4 and repeated_lines(plain) == 3
+
+
+def test_a_near_identical_line_is_folded_into_the_one_shown_and_a_different_one_is_not(embedder):
+    m = Memory(store=FactStore.ephemeral(embedder))
+    said = ["Pretty good, just busy with work stuff.", "Pretty good, just busy with work stuff lately.",
+            "Pretty good, I adopted a puppy called Miso."]
+    for i, text in enumerate(said):
+        m.observe("u", f"s{i}", "user", text, turn_id=f"s{i}:1", time=1e9 + i * 86400)
+    ctx = m.context("u", "now", "How have you been, busy with work?", budget=300)
+    shown = [i["turn_id"] for i in ctx.parts[1].items]
+    assert sorted(shown) == ["s0:1", "s2:1"] or sorted(shown) == ["s1:1", "s2:1"]  # one of the two alike lines
+    [folded] = [i for i in ctx.parts[1].items if i["turn_id"] != "s2:1"]
+    assert len(folded["repeats"]) == 1 and len(folded["sessions"]) == 2
+    exact = Memory(store=m.store, near_repeats=1.0).context("u", "now2", "How have you been, busy with work?",
+                                                            budget=300)
+    assert len(exact.parts[1].items) == 3  # identical lines only: the two alike ones both shown
