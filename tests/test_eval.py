@@ -118,8 +118,17 @@ def test_runner_compares_strategies_on_the_suite():
     # the keyed policy leaves no contradicting duplicates; the similarity threshold does
     assert allrows.loc["two-layer:keyed", "duplicate_rate"] < allrows.loc["two-layer:similarity", "duplicate_rate"]
     assert set(confusion["gold"]) <= {"ADD", "UPDATE", "DELETE", "NOOP"}
-    for col in ["read_p50_ms", "read_p95_ms", "write_p50_ms", "write_p95_ms", "tokens_per_turn", "op_accuracy"]:
+    for col in ["read_p50_ms", "read_p95_ms", "write_p50_ms", "write_p95_ms", "tokens_per_turn", "op_accuracy",
+                "fact_precision"]:
         assert col in allrows.columns
+    assert 0 < allrows.loc["two-layer:keyed", "fact_precision"] <= 1 and math.isnan(allrows.loc["window", "fact_precision"])
+
+
+def test_fact_precision_counts_facts_written_from_turns_that_should_change_nothing():
+    from memkit.eval.runner import fact_precision
+
+    assert fact_precision({("ADD", "ADD"): 3, ("NOOP", "ADD"): 1, ("UPDATE", "ADD"): 2, ("ADD", "NOOP"): 5}) == 5 / 6
+    assert math.isnan(fact_precision({("ADD", "NOOP"): 2}))
 
 
 def test_bench_cli_writes_files(tmp_path):

@@ -17,7 +17,7 @@ from .runner import DEFAULT_STRATEGIES
 from .scale import DEFAULT_SIZES
 
 SHOWN = ["strategy", "evidence_recall", "session_recall_any", "session_recall_all", "answer_in_context", "judged_correct", "context_tokens", "repeated_lines", "tokens_per_turn", "stale",
-         "op_accuracy", "duplicate_rate", "read_p50_ms", "read_p95_ms", "write_p50_ms", "write_p95_ms", "turns_per_s"]
+         "op_accuracy", "fact_precision", "duplicate_rate", "read_p50_ms", "read_p95_ms", "write_p50_ms", "write_p95_ms", "turns_per_s"]
 
 
 def _bench_store(where: str) -> FactStore:

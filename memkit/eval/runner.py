@@ -164,6 +164,7 @@ def summarise(results: pd.DataFrame, stats: list[dict[str, Any]], strategies: Se
             extra.append({"strategy": name, "budget": b, "tokens_per_turn": float(np.mean(per_turn)) if per_turn else math.nan,
                           "op_accuracy": sum(n for (g, p), n in conf.items() if g == p) / total
                           if total and facts else math.nan,
+                          "fact_precision": fact_precision(conf) if total and facts else math.nan,
                           "duplicate_rate": _mean([s["duplicate_rate"] for s in st]) if facts else math.nan,
                           "turns_per_s": sum(s["turns"] for s in st) / max(sum(s["write_total_ms"] for s in st) / 1000, 1e-9),
                           "read_p50_ms": percentile(reads, 50), "read_p95_ms": percentile(reads, 95),
@@ -175,6 +176,15 @@ def summarise(results: pd.DataFrame, stats: list[dict[str, Any]], strategies: Se
     out["_t"] = out["type"].map(lambda t: "" if t == "all" else t)
     out = out.sort_values(["_o", "budget", "_t"]).drop(columns=["_o", "_t"]).reset_index(drop=True)
     return with_intervals(out, results)
+
+
+def fact_precision(confusion: dict[tuple[str, str], int]) -> float:
+    """Of the user turns the strategy wrote a fact from (ADD, UPDATE or DELETE), the share whose gold operation
+    is a write too: a turn that should change nothing but stored a fact (chat taken for a fact) counts
+    against it. NaN when nothing was written."""
+    writes = {"ADD", "UPDATE", "DELETE"}
+    wrote = sum(n for (_, p), n in confusion.items() if p in writes)
+    return sum(n for (g, p), n in confusion.items() if p in writes and g in writes) / wrote if wrote else math.nan
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -195,4 +205,4 @@ def confusion_table(stats: list[dict[str, Any]]) -> pd.DataFrame:
     return df.groupby(["strategy", "gold", "predicted"], as_index=False)["turns"].sum()
 
 
-__all__ = ["DEFAULT_STRATEGIES", "OPS", "run", "run_conversation", "summarise", "confusion_table"]
+__all__ = ["DEFAULT_STRATEGIES", "OPS", "confusion_table", "fact_precision", "run", "run_conversation", "summarise"]
