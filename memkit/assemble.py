@@ -79,6 +79,7 @@ def pack_facts(hits: Sequence[Hit], budget: int, profile_tokens: int) -> Part:
 
 
 NEAR_REPEATS = 0.8  # words this alike make two lines one (README, "Repeated lines")
+PASSAGES_PER_TURN = 1  # a turn's passages shown before other turns have theirs (README, "Passages")
 
 
 def repeat_key(e: Episode) -> str:
@@ -94,14 +95,16 @@ def near(a: set[str], b: set[str]) -> float:
 def pack_episodes(recalled: Sequence[Recalled], budget: int, skip: Callable[[Episode], bool],
                   neighbours: Callable[[Episode], Sequence[Episode]] | None = None, dates: bool = True,
                   truncates: Callable[[str], bool] | None = None, fold_repeats: bool = True,
-                  near_repeats: float = NEAR_REPEATS) -> Part:
+                  near_repeats: float = NEAR_REPEATS, passages_per_turn: int = PASSAGES_PER_TURN) -> Part:
     """Episodes in fused rank until ``budget`` is spent, shown in the order they were said.
 
     ``skip`` leaves out what the context already holds (this session's turns, the sources of shown facts);
     ``neighbours`` (when given) adds the turns around each hit after it, while they fit. With
     ``fold_repeats`` a line said again in other sessions, or one whose words are at least ``near_repeats``
     alike (``near``; 1.0: identical lines only), is shown once: its item lists every session it was said
-    in (``sessions``) and the turns it stands for (``repeats``), and the repeats take no budget.
+    in (``sessions``) and the turns it stands for (``repeats``), and the repeats take no budget. A long turn
+    shows at most ``passages_per_turn`` of its passages (0: no limit) until every recalled item had its
+    chance; then what budget is left takes more of them.
     """
     chosen: dict[str, tuple[Episode, dict[str, Any]]] = {}
     first_of: dict[str, str] = {}  # repeat key -> the episode id shown for it
@@ -151,12 +154,24 @@ def pack_episodes(recalled: Sequence[Recalled], budget: int, skip: Callable[[Epi
             words_of[e.ref] = words
         return True
 
+    later: list[tuple[int, Recalled]] = []  # passages of turns that already show ``passages_per_turn``
+    passages_of: dict[str, int] = {}  # turn id -> its passages shown
     for rank, r in enumerate(recalled, 1):
         if budget - used < 8:
             break
-        if take(r.item, rank, r.why, r.score, r.similarity) and neighbours:
-            for n in neighbours(r.item):
-                take(n, rank, f"neighbour of {r.item.turn_id} (#{rank})", None, None)
+        e = r.item
+        if passages_per_turn and e.span is not None and passages_of.get(e.turn_id, 0) >= passages_per_turn:
+            later.append((rank, r))
+            continue
+        if take(e, rank, r.why, r.score, r.similarity):
+            if e.span is not None:
+                passages_of[e.turn_id] = passages_of.get(e.turn_id, 0) + 1
+            for n in neighbours(e) if neighbours else ():
+                take(n, rank, f"neighbour of {e.turn_id} (#{rank})", None, None)
+    for rank, r in later:  # what budget is left: more of the turns already shown
+        if budget - used < 8:
+            break
+        take(r.item, rank, r.why, r.score, r.similarity)
     for shown_id, again in repeats.items():  # in the order they were said, whatever the ranks' ties
         e, item = chosen[shown_id]
         said = sorted([e] + again, key=said_order)

@@ -38,7 +38,8 @@ class Memory:
                  facts: bool = True, episodes: bool = True, neighbours: int = 0, episode_dates: bool = True,
                  episodes_for_facts: bool = False, window_share: float = 0.3, fold_repeats: bool = True,
                  headers: dict[str, str] | None = None, passage_tokens: int = PASSAGE_TOKENS,
-                 near_repeats: float = assemble.NEAR_REPEATS) -> None:
+                 near_repeats: float = assemble.NEAR_REPEATS,
+                 passages_per_turn: int = assemble.PASSAGES_PER_TURN) -> None:
         if policy == "llm":
             policy = registry.as_policy("llm", model=chat_model)  # ConfigError without a model
         validate.positive_int("k", k)
@@ -64,6 +65,7 @@ class Memory:
         self.fold_repeats, self.near_repeats = fold_repeats, near_repeats
         # a turn longer than this is indexed as passages, and a read can show the one that answers (0: whole turns)
         self.passage_tokens = 0 if passage_tokens == 0 else validate.positive_int("passage_tokens", passage_tokens)
+        self.passages_per_turn = passages_per_turn  # before other turns have theirs (assemble.pack_episodes)
         unknown = set(headers or {}) - set(assemble.HEADERS)
         if unknown:
             raise ConfigError(f"unknown headers {sorted(unknown)}; choose from {sorted(assemble.HEADERS)}")
@@ -284,7 +286,7 @@ class Memory:
             skip=lambda e: e.turn_id in in_session or (not self.episodes_for_facts and e.turn_id in shown_sources),
             neighbours=(lambda e: self.store.neighbours(user_id, e, self.neighbours)) if self.neighbours else None,
             dates=self.episode_dates, truncates=getattr(self.store.embedder, "truncates", None),
-            fold_repeats=self.fold_repeats, near_repeats=self.near_repeats)
+            fold_repeats=self.fold_repeats, near_repeats=self.near_repeats, passages_per_turn=self.passages_per_turn)
         left -= eps.tokens
         summary_part = assemble.pack_summary(summary, left - plan.newest)
         chosen = assemble.pack_turns(window, left - summary_part.tokens)
