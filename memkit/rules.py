@@ -26,7 +26,14 @@ ROLES = ("engineer", "developer", "scientist", "designer", "manager", "teacher",
 RELATIVES = ("sister", "brother", "mother", "father", "mom", "dad", "wife", "husband", "son", "daughter",
              "partner", "friend", "boss", "manager", "cat", "dog", "grandmother", "grandfather", "cousin")
 EPHEMERAL = re.compile(r"\b(today|yesterday|tonight|this (morning|afternoon|evening)|right now|just now)\b|今天|昨天|刚才")
-EPHEMERAL_NOUNS = {"day", "morning", "evening", "week", "weekend", "head", "question", "point", "bad", "turn"}
+EPHEMERAL_NOUNS = {"day", "morning", "evening", "week", "weekend", "head", "question", "point", "bad", "turn",
+                   # a body part's state passes ("my legs are jelly", "my back is killing me")
+                   "legs", "leg", "feet", "foot", "back", "arms", "arm", "hands", "hand", "eyes", "knees", "knee",
+                   "stomach", "throat", "shoulders", "neck"}
+# a value said with a hedge or a laugh is a passing state or a joke, not a durable fact ("just a bit chubby lol")
+HEDGED = re.compile(r"^(?:just|a bit|a little|kinda|kind of|sort of|so|super|totally|pretty|really)\b|\b(?:lol|haha+|lmao|omg)\b")
+# the object of a liking that points back at something said before ("I love their music") names nothing
+DEICTIC = {"it", "that", "this", "to", "you", "your", "their", "them", "his", "her", "its", "those", "these", "our"}
 SENT_SPLIT = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])\s*|\n+")
 ROLE_ZH = ("工程师", "开发者", "程序员", "设计师", "经理", "老师", "学生", "研究员", "医生", "产品经理")
 NAME = r"([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,2})"
@@ -216,7 +223,7 @@ def likes(s: str, low: str) -> Iterator[Candidate]:
     if m:
         obj = re.split(r"\b(?:because|since|but|when|so)\b", m.group(2))[0].strip()
         head = re.split(r"\b(?:on|in|at|during|with|every|anymore|these days)\b", obj)[0].strip() or obj
-        if obj and obj.split()[0] not in {"it", "that", "this", "to", "you", "your"}:
+        if obj and obj.split()[0] not in DEICTIC:
             neg = m.group(1) in {"don't like", "do not like", "dislike", "hate", "no longer like"}
             yield Candidate(third_person(s), key=f"user.likes.{slug(head)}", value="dislikes" if neg else "likes",
                             importance=0.6, negated=neg)
@@ -255,7 +262,8 @@ def possession(s: str, low: str) -> Iterator[Candidate]:
                         value=m.group(2), importance=0.7)
         return
     m = re.search(r"\bmy (favou?rite [\w ]+?|[\w]+(?: [\w]+)?) (?:is|are) ([^,;]+)", low)
-    if m and m.group(1).split()[-1] not in EPHEMERAL_NOUNS and m.group(1).split()[0] not in RELATIVES:
+    if m and m.group(1).split()[-1] not in EPHEMERAL_NOUNS and m.group(1).split()[0] not in RELATIVES \
+            and not HEDGED.search(m.group(2).strip()):
         yield Candidate(third_person(s), key=f"user.{slug(m.group(1))}", value=m.group(2).strip().rstrip("."),
                         importance=0.6)
 

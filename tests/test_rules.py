@@ -43,6 +43,19 @@ def test_small_talk_questions_and_ephemera_yield_nothing(text):
     assert X.extract(text) == []
 
 
+@pytest.mark.parametrize("text", ["Took Cleo to the vet, turns out my little cat is just a bit chubby lol.",
+                                  "My legs are jelly after that hike.", "My back is killing me.",
+                                  "I love their music.", "My laptop is kinda slow."])
+def test_chat_that_reads_like_a_fact_is_not_stored(text):
+    assert X.extract(text) == []  # a passing state, a joke, or a liking of something said before
+
+
+@pytest.mark.parametrize("text,fact", [("My car is a Honda Civic.", "User's car is a Honda Civic."),
+                                       ("I love hiking in the Alps.", "User loves hiking in the Alps.")])
+def test_the_same_shapes_with_durable_content_are_still_facts(text, fact):
+    assert [c.text for c in X.extract(text)] == [fact]
+
+
 def test_one_turn_can_hold_several_facts():
     keys = {c.key for c in X.extract("My name is Lena and I'm a data scientist. I prefer metric units.")}
     assert {"user.name", "user.role", "user.units"} <= keys
