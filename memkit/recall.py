@@ -106,16 +106,18 @@ def _episodes(store: FactStore, user_id: str, refs: Sequence[str]) -> dict[str, 
 
 def _by_time(store: FactStore, user_id: str, refs: list[str], timeframe: Timeframe, depth: int,
              session: str | None) -> list[str]:
-    """The time ranking: recalled items said in the window (in fused order), then the window's other turns
-    in the order they were said; or, for an order, the recalled items newest (or oldest) first."""
+    """The time ranking: the turns said in the window, in the order they were said; or, for an order, the
+    recalled items newest (or oldest) first."""
     if timeframe.order is not None:
         found = _episodes(store, user_id, refs)
         return sorted(found, key=lambda r: found[r].time, reverse=timeframe.order == "latest")[:depth]
+    # the window's turns in the order they were said (recalled ones first ranked the window's answers above
+    # the requests they answer: README, "The question's time"), each by its best-recalled item
     inside = store.episodes_between(user_id, timeframe.start or 0.0, timeframe.end or 0.0, depth, session)
-    ids = {e.id for e in inside}
-    recalled = [r for r in refs if passages.parse(r)[0] in ids]
-    have = {passages.parse(r)[0] for r in recalled}
-    return (recalled + [episode_items(e)[0][0] for e in inside if e.id not in have])[:depth]
+    best: dict[str, str] = {}
+    for r in refs:
+        best.setdefault(passages.parse(r)[0], r)
+    return [best.get(e.id) or episode_items(e)[0][0] for e in inside]
 
 
 def _rankings(store: FactStore, user_id: str, part: str, query: str, dense: Sequence[tuple[str, float]] | None,
