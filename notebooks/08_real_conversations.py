@@ -96,7 +96,7 @@ readers = {
     "+ episodes, hybrid": memory,
 }
 recall = pd.DataFrame([{"reader": name, "type": p.type, "question": p.question,
-                        "evidence_recall": evidence_recall(m.context(conv.user_id, f"ask-{p.id}", p.question, budget),
+                        "evidence_recall": evidence_recall(m.context(conv.user_id, f"ask-{p.id}", p.question, budget, now=p.time),
                                                            conv, p.evidence)}
                        for name, m in readers.items() for p in conv.probes if p.evidence])
 table = recall.pivot_table(index="reader", columns="type", values="evidence_recall", sort=False)
@@ -149,7 +149,7 @@ explorer = ContextExplorer(memory, conv.user_id, questions, budget=budget, displ
 
 # %%
 first = next(p for p in conv.probes if p.question == start)
-viz.context_table(memory.context(conv.user_id, "table", first.question, budget),
+viz.context_table(memory.context(conv.user_id, "table", first.question, budget, now=first.time),
                   evidence=first.evidence)[ContextExplorer.COLUMNS].head(12)
 
 # %%
