@@ -35,6 +35,8 @@ VARIANTS: dict[str, tuple[str, dict]] = {
     "two-layer, lexical 1 : dense 0.5": ("two-layer:keyed", {"recall": RecallOptions(weights=(("lexical", 1.0), ("dense", 0.5)))}),
     "two-layer, depth 50": ("two-layer:keyed", {"recall": RecallOptions(depth=50)}),
     "two-layer, depth 30": ("two-layer:keyed", {"recall": RecallOptions(depth=30)}),
+    "two-layer, depth 120": ("two-layer:keyed", {"recall": RecallOptions(depth=120)}),
+    "two-layer, depth 240": ("two-layer:keyed", {"recall": RecallOptions(depth=240)}),
     "two-layer, neighbours 1": ("two-layer:keyed", {"neighbours": 1}),
     "two-layer, no dates": ("two-layer:keyed", {"episode_dates": False}),
     "two-layer, source episodes of facts too": ("two-layer:keyed", {"episodes_for_facts": True}),
