@@ -131,9 +131,8 @@ class FactStore:
         return name(self._owner(user_id))
 
     def warm(self, user_id: str, session: str | None = None) -> None:
-        """Load the user's index now (``Memory.session`` calls this in the background, for the session that
-        opened): embed what other sessions left pending, read the profile rows a first read takes, and touch the
-        vector index."""
+        """Load the user's index now (``Memory.session``, in the background): embed what other sessions left
+        pending, read the profile rows a first read takes, touch the vector index."""
         owner = self._owner(user_id)
         self.archive.embed_pending(owner, user_id, session)
         self.log.profile(owner, user_id, 32)
@@ -200,9 +199,8 @@ class FactStore:
         return self.archive.add(self._owner(user_id), user_id, episode, extract)
 
     def embed_pending(self, user_id: str, but_session: str | None = None) -> int:
-        """Embed the user's episodes that are recorded but not yet in the vector index, and index them lexically
-        (one commit), leaving ``but_session``'s pending (a reader's own session: its turns are in its window or
-        summary, never recalled as episodes); returns how many."""
+        """Embed and index (one commit) the user's recorded episodes not yet indexed, but ``but_session``'s (a
+        reader's own session: its turns are in its window or summary); returns how many."""
         return self.archive.embed_pending(self._owner(user_id), user_id, but_session)
 
     def episodes(self, user_id: str, ids: Sequence[str] | None = None) -> list[Episode]:
@@ -211,8 +209,7 @@ class FactStore:
 
     def episodes_between(self, user_id: str, start: float, end: float, limit: int,
                          session: str | None = None) -> list[Episode]:
-        """The user's indexed episodes said from ``start`` to ``end`` (seconds), oldest first, at most ``limit``;
-        a reader in ``session`` leaves its own out."""
+        """At most ``limit`` indexed episodes said from ``start`` to ``end``, oldest first, but ``session``'s."""
         return self.records.between(self._owner(user_id), user_id, start, end, limit, session)
 
     def neighbours(self, user_id: str, episode: Episode, span: int = 1) -> list[Episode]:
