@@ -82,9 +82,14 @@ NEAR_REPEATS = 0.8  # words this alike make two lines one (README, "Repeated lin
 PASSAGES_PER_TURN = 1  # a turn's passages shown before other turns have theirs (README, "Passages")
 
 
+def line_key(text: str) -> str:
+    """What makes two lines the same: their words, ignoring case, punctuation and spacing."""
+    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
+
+
 def repeat_key(e: Episode) -> str:
     """What makes two episodes the same line: speaker and words, ignoring case, punctuation and spacing."""
-    return " ".join(re.sub(r"[^\w\s]", " ", f"{e.speaker}: {e.content}".lower()).split())
+    return line_key(f"{e.speaker}: {e.content}")
 
 
 def near(a: set[str], b: set[str]) -> float:
@@ -104,11 +109,13 @@ def pack_episodes(recalled: Sequence[Recalled], budget: int, skip: Callable[[Epi
     alike (``near``; 1.0: identical lines only), is shown once: its item lists every session it was said
     in (``sessions``) and the turns it stands for (``repeats``), and the repeats take no budget. A long turn
     shows at most ``passages_per_turn`` of its passages (0: no limit) until every recalled item had its
-    chance; then what budget is left takes more of them.
+    chance; then what budget is left takes more of them. An excerpt leaves out the lines the context already
+    shows (an assistant's sign-off said in every answer).
     """
     chosen: dict[str, tuple[Episode, dict[str, Any]]] = {}
     first_of: dict[str, str] = {}  # repeat key -> the episode id shown for it
     words_of: dict[str, set[str]] = {}  # shown episode id -> its words (near repeats)
+    lines_shown: set[str] = set()  # every shown line's words (an excerpt leaves them out)
     repeats: dict[str, list[Episode]] = {}  # shown episode id -> the same line said elsewhere
     sessions: dict[str, Episode] = {}  # session id -> its first episode shown
     used = 0
@@ -128,6 +135,11 @@ def pack_episodes(recalled: Sequence[Recalled], budget: int, skip: Callable[[Epi
         nonlocal used
         if e.ref in chosen or skip(e):
             return False
+        if fold_repeats and e.span is not None:  # an excerpt leaves out the lines the context already shows
+            kept = [x for x in e.content.splitlines() if line_key(x) and line_key(x) not in lines_shown]
+            if not kept:
+                return False
+            e = e.evolve(content="\n".join(kept))
         key = repeat_key(e) if fold_repeats else e.ref
         words = set(key.split())
         same = None
@@ -150,6 +162,7 @@ def pack_episodes(recalled: Sequence[Recalled], budget: int, skip: Callable[[Epi
             item["embedding"] = "truncated to the embedder's window; the lexical index has every word"
         chosen[e.ref] = (e, {**item, "tokens": cost})
         first_of[key] = e.ref
+        lines_shown.update(line_key(x) for x in e.content.splitlines())
         if fold_repeats and near_repeats < 1.0:
             words_of[e.ref] = words
         return True

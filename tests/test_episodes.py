@@ -416,3 +416,18 @@ def test_a_near_identical_line_is_folded_into_the_one_shown_and_a_different_one_
     exact = Memory(store=m.store, near_repeats=1.0).context("u", "now2", "How have you been, busy with work?",
                                                             budget=300)
     assert len(exact.parts[1].items) == 3  # identical lines only: the two alike ones both shown
+
+
+def test_an_excerpt_leaves_out_a_line_the_context_already_shows():
+    from memkit.assemble import pack_episodes
+    from memkit.types import Recalled
+
+    sign_off = "I hope this helps, and let me know if you want me to adjust anything."
+    answers = [f"Intro {i}.\nThe ferry to Pier {i} leaves at 7:4{i}.\n{sign_off}\nMore {i}." for i in (4, 9)]
+    recalled = [Recalled(Episode(str(n), "u", f"s{n}", f"s{n}:2", "assistant", "assistant", a, 1e9 + n).excerpt(
+        (a.index("The ferry"), a.index("\nMore"))), 1.0 / n, {"dense": n}) for n, a in enumerate(answers, 1)]
+    part = pack_episodes(recalled, 400, skip=lambda e: False, dates=False)
+    assert part.text.count(sign_off) == 1 and [i["turn_id"] for i in part.items] == ["s1:2", "s2:2"]
+    assert "Pier 9 leaves at 7:49" in part.text  # the rest of the second excerpt is shown
+    both = pack_episodes(recalled, 400, skip=lambda e: False, dates=False, fold_repeats=False)
+    assert both.text.count(sign_off) == 2
