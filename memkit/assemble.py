@@ -78,8 +78,10 @@ def pack_facts(hits: Sequence[Hit], budget: int, profile_tokens: int) -> Part:
     return Part("facts", text, tokens.count(text), tuple(items))
 
 
-NEAR_REPEATS = 0.8  # words this alike make two lines one (README, "Repeated lines")
-PASSAGES_PER_TURN = 1  # a turn's passages shown before other turns have theirs (README, "Passages")
+# chosen on the dev splits (README, "User–assistant chats"): words this alike make two lines one, and a turn's
+# passages shown before other turns have theirs
+NEAR_REPEATS = 0.8
+PASSAGES_PER_TURN = 1
 
 
 def line_key(text: str) -> str:

@@ -62,10 +62,10 @@ class Memory:
         self.neighbours, self.episode_dates = neighbours, episode_dates
         self.episodes_for_facts, self.window_share = episodes_for_facts, window_share
         # a line said in several sessions, or one this alike (0..1, words), is shown once (assemble.pack_episodes)
-        self.fold_repeats, self.near_repeats = fold_repeats, near_repeats
+        self.fold_repeats, self.near_repeats = fold_repeats, validate.share("near_repeats", near_repeats)
         # a turn longer than this is indexed as passages, and a read can show the one that answers (0: whole turns)
-        self.passage_tokens = 0 if passage_tokens == 0 else validate.positive_int("passage_tokens", passage_tokens)
-        self.passages_per_turn = passages_per_turn  # before other turns have theirs (assemble.pack_episodes)
+        self.passage_tokens = validate.count("passage_tokens", passage_tokens)
+        self.passages_per_turn = validate.count("passages_per_turn", passages_per_turn)  # (assemble.pack_episodes)
         unknown = set(headers or {}) - set(assemble.HEADERS)
         if unknown:
             raise ConfigError(f"unknown headers {sorted(unknown)}; choose from {sorted(assemble.HEADERS)}")

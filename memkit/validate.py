@@ -54,6 +54,20 @@ def positive_int(name: str, value: Any) -> int:
     return value
 
 
+def count(name: str, value: Any) -> int:
+    """A whole number of at least 0 (``passage_tokens``, ``passages_per_turn``: 0 turns the thing off)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidArgument(f"{name} must be a whole number of at least 0, got {value!r}")
+    return value
+
+
+def share(name: str, value: Any) -> float:
+    """A number from 0 to 1 (``near_repeats``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise InvalidArgument(f"{name} must be a number from 0 to 1, got {value!r}")
+    return float(value)
+
+
 def query(value: Any) -> str:
     """A query string (it may be empty: then only the profile and the newest turns are recalled)."""
     if not isinstance(value, str):
