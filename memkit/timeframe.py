@@ -34,9 +34,6 @@ class Timeframe:
     end: float | None = None
     order: str | None = None
 
-    def contains(self, t: float) -> bool:
-        return self.start is not None and self.end is not None and self.start <= t <= self.end
-
     def describe(self) -> str:
         """How the read used it, for the context's account."""
         if self.order is not None:
