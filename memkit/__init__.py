@@ -3,7 +3,8 @@ offline by default. See docs/architecture.md."""
 
 from .config import Settings
 from .episodic import EpisodicBuffer, SessionStore
-from .errors import (ConfigError, DatasetError, DimensionMismatch, ExtractionError, InvalidArgument, InvalidContent,
+from .embed_cache import CachedEmbedder, EmbeddingCache
+from .errors import (CacheUnavailable, ConfigError, DatasetError, DimensionMismatch, ExtractionError, InvalidArgument, InvalidContent,
                      IsolationError, MemkitError, MissingSessionId, MissingUserId, ModelUnavailable, StoreClosed,
                      StoreLocked, StorePathError, StoreUnavailable)
 from .extract import EXTRACTION_PROMPT, Extractor, LLMExtractor
@@ -19,8 +20,8 @@ from .types import Candidate, Context, Episode, Event, EventKind, Fact, Hit, Par
 
 __version__ = "0.2.0"
 __all__ = [
-    "AppendPolicy", "Candidate", "ChatModel", "ConfigError", "Context", "DatasetError", "DimensionMismatch",
-    "EXTRACTION_PROMPT", "Episode", "EpisodicBuffer", "Event", "EventKind", "ExtractionError", "ExtractiveSummarizer",
+    "AppendPolicy", "CacheUnavailable", "CachedEmbedder", "Candidate", "ChatModel", "ConfigError", "Context", "DatasetError", "DimensionMismatch",
+    "EXTRACTION_PROMPT", "EmbeddingCache", "Episode", "EpisodicBuffer", "Event", "EventKind", "ExtractionError", "ExtractiveSummarizer",
     "Extractor", "Fact", "FactStore", "Hit", "InvalidArgument", "InvalidContent", "IsolationError", "KeyedPolicy",
     "LLMExtractor", "LLMPolicy", "LLMSummarizer", "MemkitError", "Memory", "MissingSessionId", "MissingUserId",
     "ModelUnavailable", "OpenAIChat", "POLICIES", "Part", "Policy", "RecallOptions", "Recalled", "RuleExtractor",

@@ -28,6 +28,7 @@ class Settings:
     embed_dimension: int | None = None
     timeout: float = 20.0      # MEMKIT_LLM_TIMEOUT, seconds per request
     max_retries: int = 1       # MEMKIT_LLM_MAX_RETRIES
+    embed_cache: str | None = None  # MEMKIT_EMBED_CACHE: an embedding-cache file (memkit/embed_cache.py); unset: none
 
     @property
     def offline(self) -> bool:
@@ -44,6 +45,7 @@ class Settings:
             embed_dimension=int(dim) if dim else None,
             timeout=_number(env, "MEMKIT_LLM_TIMEOUT", 20.0, float),
             max_retries=int(_number(env, "MEMKIT_LLM_MAX_RETRIES", 1, int)),
+            embed_cache=env.get("MEMKIT_EMBED_CACHE") or None,
         )
 
     def chat_model(self) -> Any:
@@ -56,14 +58,21 @@ class Settings:
                           timeout=self.timeout, max_retries=self.max_retries)
 
     def embedder(self) -> Any:
-        """The configured embedder: an OpenAI-compatible one, or offline MiniLM."""
+        """The configured embedder: an OpenAI-compatible one, or offline MiniLM; behind the embedding cache
+        when ``MEMKIT_EMBED_CACHE`` names a file."""
         from .embed import MiniLMEmbedder, OpenAIEmbedder
 
         if self.embed is None:
-            return MiniLMEmbedder()
-        return OpenAIEmbedder(model=self.embed.model, base_url=self.embed.base_url,
-                              api_key_env=self.embed.api_key_env, dimension=self.embed_dimension,
-                              api_key=self.embed.api_key)
+            embedder: Any = MiniLMEmbedder()
+        else:
+            embedder = OpenAIEmbedder(model=self.embed.model, base_url=self.embed.base_url,
+                                      api_key_env=self.embed.api_key_env, dimension=self.embed_dimension,
+                                      api_key=self.embed.api_key)
+        if self.embed_cache:
+            from .embed_cache import cached
+
+            return cached(embedder, self.embed_cache)
+        return embedder
 
 
 def _number(env: Mapping[str, str], name: str, default: float, kind: type) -> float:

@@ -47,6 +47,7 @@ class MiniLMEmbedder(EmbeddingFunction[Documents]):
 
     dimension = 384
     model_id = "all-MiniLM-L6-v2-int8"
+    max_tokens = MAX_TOKENS
 
     def __init__(self, batch_size: int = 128, threads: int = 0) -> None:
         self.batch_size = batch_size

@@ -70,3 +70,7 @@ class ConfigError(MemkitError, ValueError):
 
 class DatasetError(MemkitError, ValueError):
     """A benchmark file is missing or not in the format it was read as."""
+
+
+class CacheUnavailable(MemkitError, RuntimeWarning):
+    """The embedding cache could not be read or written; issued as a warning, and the call embeds without it."""

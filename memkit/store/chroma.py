@@ -83,6 +83,12 @@ class ChromaIndex:
     def _name(self, owner: str, part: str) -> str:
         return f"{self.namespace}-{part}-{owner}"
 
+    @property
+    def collection_embedder(self) -> Any:
+        """The embedder a collection is configured with: the one behind an embedding cache, if any (Chroma keeps
+        its name and config to rebuild it on reopening; memkit passes the vectors itself)."""
+        return getattr(self.embedder, "inner", self.embedder)
+
     def embedder_id(self) -> str:
         return f"{self.embedder.name()}:{getattr(self.embedder, 'model_id', '')}"
 
@@ -165,7 +171,7 @@ class ChromaIndex:
             except (NotFoundError, ValueError):
                 if not create:
                     return None
-                col = self.client.get_or_create_collection(name, embedding_function=self.embedder,
+                col = self.client.get_or_create_collection(name, embedding_function=self.collection_embedder,
                                                            configuration={"hnsw": HNSW}, metadata=meta)
             self._check(user_id, col)
         with self._guard:
@@ -207,7 +213,7 @@ class ChromaIndex:
         for part, old in legacy.items():  # checked before anything is made: a refused move changes nothing
             self._check(user_id, old, vectors=part in TAGS)
         meta = {"user_id": user_id, "dimension": self.dimension, "embedder": self.embedder_id(), "moving": True}
-        col = self.client.get_or_create_collection(self.collection_name(owner), embedding_function=self.embedder,
+        col = self.client.get_or_create_collection(self.collection_name(owner), embedding_function=self.collection_embedder,
                                                    configuration={"hnsw": HNSW}, metadata=meta)
         self._check(user_id, col)
         # copies are upserts: a move cut short and begun again copies the same items again, loses none

@@ -1,0 +1,208 @@
+"""An embedding cache on disk: each text is embedded once per embedder, across stores, strategies, runs and processes.
+
+Vectors live in one SQLite file (WAL, so several processes read and write it at once), keyed by the embedder's
+identity and a SHA-256 of the text. The offline MiniLM gives every text the same vector whatever else is in its
+batch (measured: bit-identical alone and in batches), so a cached vector is exactly the one the encoder would
+give again and a run with the cache equals a run without it. The file is bounded (the least recently used
+rows go first) and disposable: delete it and the next call embeds again; a cache that cannot be read is
+reported once (``CacheUnavailable`` as a warning) and bypassed, never a reason for a call to fail.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from .errors import CacheUnavailable
+
+MAX_ITEMS = 500_000  # about 0.8 GB of 384-d vectors
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vector BLOB NOT NULL, used REAL NOT NULL) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS vectors_used ON vectors (used);
+"""
+
+
+def default_path() -> Path:
+    """``$MEMKIT_CACHE_DIR`` or ``$XDG_CACHE_HOME/memkit`` (``~/.cache/memkit``), file ``embeddings.sqlite3``."""
+    base = os.environ.get("MEMKIT_CACHE_DIR") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "memkit"
+    return Path(base) / "embeddings.sqlite3"
+
+
+def identity(embedder: Any) -> str:
+    """What makes two embedders give the same vectors: name, model, dimension, window and the config options
+    that change vectors (batch size and threads do not)."""
+    config = {k: v for k, v in (embedder.get_config() or {}).items() if k not in ("batch_size", "threads")}
+    return json.dumps([embedder.name(), getattr(embedder, "model_id", ""), getattr(embedder, "dimension", None),
+                       getattr(embedder, "max_tokens", None), config], sort_keys=True)
+
+
+class EmbeddingCache:
+    """Vectors by ``(embedder identity, text)`` in a SQLite file shared by every process that opens it."""
+
+    def __init__(self, path: str | Path | None = None, max_items: int = MAX_ITEMS) -> None:
+        if max_items <= 0:
+            raise ValueError(f"max_items must be positive, got {max_items}")
+        self.path = Path(path) if path is not None else default_path()
+        self.max_items = max_items
+        self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None = None
+        self._pid = 0
+        self._since_trim = 0
+        self._failed = False
+        self.hits = self.misses = 0
+
+    def __getstate__(self) -> dict[str, Any]:  # a worker process opens its own connection
+        return {"path": self.path, "max_items": self.max_items}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["path"], state["max_items"])  # type: ignore[misc]
+
+    def _conn(self) -> sqlite3.Connection | None:
+        if self._failed:
+            return None
+        if self._db is None or self._pid != os.getpid() or not self.path.exists():
+            if self._db is not None and self._pid == os.getpid():
+                self._db.close()  # the file was deleted under it: start a new one
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                db = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
+                db.executescript(_SCHEMA)
+            except (sqlite3.Error, OSError) as e:
+                return self._give_up(e)
+            self._db, self._pid = db, os.getpid()
+        return self._db
+
+    def _give_up(self, error: Exception) -> None:
+        self._failed = True
+        warnings.warn(CacheUnavailable(f"the embedding cache {self.path} cannot be used ({error}); "
+                                       "embedding without it"), stacklevel=3)
+        return None
+
+    @staticmethod
+    def key(ident: str, text: str) -> bytes:
+        return hashlib.sha256(f"{ident}\x00{text}".encode("utf-8", "surrogatepass")).digest()
+
+    def get(self, keys: Sequence[bytes], dimension: int) -> dict[bytes, np.ndarray]:
+        """The cached vectors among ``keys`` (their use time is refreshed)."""
+        with self._lock:
+            db = self._conn()
+            if db is None or not keys:
+                return {}
+            found: dict[bytes, np.ndarray] = {}
+            try:
+                for start in range(0, len(keys), 500):
+                    chunk = list(keys[start:start + 500])
+                    rows = db.execute(f"SELECT key, vector FROM vectors WHERE key IN ({','.join('?' * len(chunk))})",
+                                      chunk).fetchall()
+                    for k, blob in rows:
+                        vec = np.frombuffer(blob, dtype=np.float32)
+                        if vec.shape == (dimension,):
+                            found[bytes(k)] = vec
+                if found:
+                    now = time.time()
+                    db.executemany("UPDATE vectors SET used = ? WHERE key = ?", [(now, k) for k in found])
+            except sqlite3.Error as e:
+                self._give_up(e)
+                return {}
+            self.hits += len(found)
+            self.misses += len(keys) - len(found)
+            return found
+
+    def put(self, items: dict[bytes, np.ndarray]) -> None:
+        """Store vectors (a key another process stored first keeps its row: the vectors are the same)."""
+        with self._lock:
+            db = self._conn()
+            if db is None or not items:
+                return
+            now = time.time()
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                db.executemany("INSERT OR IGNORE INTO vectors (key, vector, used) VALUES (?, ?, ?)",
+                               [(k, np.asarray(v, dtype=np.float32).tobytes(), now) for k, v in items.items()])
+                self._since_trim += len(items)
+                if self._since_trim >= max(1, min(1000, self.max_items // 10)):
+                    self._since_trim = 0
+                    over = db.execute("SELECT count(*) FROM vectors").fetchone()[0] - self.max_items
+                    if over > 0:  # the least recently used go first
+                        db.execute("DELETE FROM vectors WHERE key IN (SELECT key FROM vectors ORDER BY used LIMIT ?)",
+                                   (over,))
+                db.execute("COMMIT")
+            except sqlite3.Error as e:
+                try:
+                    db.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
+                self._give_up(e)
+
+    def __len__(self) -> int:
+        with self._lock:
+            db = self._conn()
+            return 0 if db is None else int(db.execute("SELECT count(*) FROM vectors").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None and self._pid == os.getpid():
+                self._db.close()
+            self._db = None
+
+
+class CachedEmbedder:
+    """An embedder with an ``EmbeddingCache`` in front: a text already seen (in this call, or by any process
+    that shares the file) is not embedded again. It presents itself as the embedder it wraps (name, config,
+    dimension), and a Chroma collection is configured with the wrapped one (``inner``), so a store built with
+    the cache reopens without it."""
+
+    def __init__(self, inner: Any, cache: EmbeddingCache) -> None:
+        self.inner, self.cache = inner, cache
+        self.dimension = getattr(inner, "dimension", None)
+        self.model_id = getattr(inner, "model_id", "")
+        self.max_tokens = getattr(inner, "max_tokens", None)
+        self._ident = identity(inner)
+        self.embedded = 0  # texts this wrapper sent to the encoder
+
+    def __call__(self, input: Sequence[str] | str) -> list[np.ndarray]:
+        texts = [input] if isinstance(input, str) else list(input)
+        keys = [self.cache.key(self._ident, t) for t in texts]
+        dim = self.dimension or 0
+        found = self.cache.get(list(dict.fromkeys(keys)), dim) if dim else {}
+        todo: dict[bytes, str] = {}
+        for k, t in zip(keys, texts):
+            if k not in found:
+                todo.setdefault(k, t)  # a text repeated within the call is embedded once
+        if todo:
+            vectors = self.inner(list(todo.values()))
+            fresh = {k: np.asarray(v, dtype=np.float32) for k, v in zip(todo, vectors)}
+            self.embedded += len(fresh)
+            if not dim:
+                self.dimension = dim = len(next(iter(fresh.values())))
+            self.cache.put(fresh)
+            found.update(fresh)
+        return [found[k] for k in keys]
+
+    def truncates(self, text: str) -> bool:
+        return bool(getattr(self.inner, "truncates", lambda _: False)(text))
+
+    def name(self) -> str:
+        return self.inner.name()
+
+    def get_config(self) -> dict[str, Any]:
+        return self.inner.get_config()
+
+
+def cached(embedder: Any, path: str | Path | None = None, max_items: int = MAX_ITEMS) -> CachedEmbedder:
+    """``embedder`` behind the embedding cache at ``path`` (default ``default_path()``)."""
+    return CachedEmbedder(embedder, EmbeddingCache(path, max_items))
+
+
+__all__ = ["CachedEmbedder", "EmbeddingCache", "MAX_ITEMS", "cached", "default_path", "identity"]

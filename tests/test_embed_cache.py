@@ -1,0 +1,140 @@
+"""The embedding cache: each text embedded once per embedder, shared by processes, bounded, disposable."""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import warnings
+
+import numpy as np
+import pytest
+
+from memkit import CacheUnavailable, CachedEmbedder, EmbeddingCache, FactStore, Memory, Settings
+from memkit.embed import MiniLMEmbedder, OpenAIEmbedder
+from memkit.embed_cache import cached, identity
+
+
+class Toy:
+    """A deterministic 8-d embedder that counts the texts it was asked to embed (the seam, not the unit)."""
+
+    dimension = 8
+    model_id = "toy"
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def __call__(self, texts):
+        self.seen += list(texts)
+        return [np.frombuffer(hashlib.sha256(t.encode()).digest(), dtype=np.uint32)[:8].astype(np.float32) / 2**32
+                for t in texts]
+
+    def name(self) -> str:
+        return "toy"
+
+    def get_config(self) -> dict:
+        return {}
+
+
+def test_cached_vectors_are_the_encoders_own_and_each_text_is_embedded_once(tmp_path, embedder):
+    texts = ["I prefer metric units.", "We moved from Go to Python.", "I prefer metric units.", "ok"]
+    plain = embedder(texts)
+    first = cached(embedder, tmp_path / "e.sqlite3")
+    assert all(np.array_equal(a, b) for a, b in zip(first(texts), plain))
+    assert first.embedded == 3  # the repeat inside the call too
+    again = cached(embedder, tmp_path / "e.sqlite3")  # another store, strategy or run on the same file
+    assert all(np.array_equal(a, b) for a, b in zip(again(texts[::-1]), plain[::-1]))
+    assert again.embedded == 0 and again.cache.hits == 3
+
+
+def test_the_key_is_the_embedder_identity_and_the_text(tmp_path):
+    assert identity(MiniLMEmbedder(batch_size=8)) == identity(MiniLMEmbedder(batch_size=128))
+    assert identity(OpenAIEmbedder("model-a")) != identity(OpenAIEmbedder("model-b"))
+    a, b = Toy(), Toy()
+    cached(a, tmp_path / "e.sqlite3")(["same text"])
+    other = CachedEmbedder(OpenAIEmbedder("model-b"), EmbeddingCache(tmp_path / "e.sqlite3"))
+    assert other.cache.get([other.cache.key(other._ident, "same text")], 8) == {}
+    cached(b, tmp_path / "e.sqlite3")(["same text"])
+    assert b.seen == []
+
+
+def _write(path: str, start: int) -> int:
+    toy = Toy()
+    c = cached(toy, path)
+    for i in range(start, start + 600, 50):
+        c([f"text {j}" for j in range(i, i + 50)])
+    return len(toy.seen)
+
+
+def test_processes_share_one_file_and_concurrent_writers_lose_nothing(tmp_path):
+    path = str(tmp_path / "shared.sqlite3")
+    with multiprocessing.get_context("fork").Pool(4) as pool:
+        counts = pool.starmap(_write, [(path, 0), (path, 300), (path, 600), (path, 0)])
+    assert sum(counts) >= 1200  # 1,200 distinct texts; overlapping ones may be embedded by two writers at once
+    cache = EmbeddingCache(path)
+    assert len(cache) == 1200
+    reader = CachedEmbedder(Toy(), cache)
+    texts = [f"text {j}" for j in range(1200)]
+    assert all(np.array_equal(a, b) for a, b in zip(reader(texts), Toy()(texts)))
+    assert reader.embedded == 0
+
+
+def test_the_cache_is_bounded_and_keeps_the_recently_used(tmp_path):
+    c = cached(Toy(), tmp_path / "e.sqlite3", max_items=1000)
+    c([f"old {i}" for i in range(1000)])
+    c([f"old {i}" for i in range(10)])  # used again: the newest use
+    c([f"new {i}" for i in range(990)])
+    assert len(c.cache) == 1000
+    toy = Toy()
+    CachedEmbedder(toy, c.cache)([f"old {i}" for i in range(10)] + [f"new {i}" for i in range(990)])
+    assert toy.seen == []
+    with pytest.raises(ValueError):
+        EmbeddingCache(tmp_path / "x.sqlite3", max_items=0)
+
+
+def test_delete_the_cache_and_nothing_breaks(tmp_path):
+    path = tmp_path / "cache" / "e.sqlite3"
+    toy = Toy()
+    c = cached(toy, path)
+    c(["a", "b"])
+    for f in path.parent.iterdir():
+        f.unlink()
+    assert [list(v) for v in c(["a", "c"])] == [list(v) for v in Toy()(["a", "c"])]
+    assert toy.seen == ["a", "b", "a", "c"] and path.exists()
+
+
+@pytest.mark.parametrize("make_bad", ["directory", "not sqlite"])
+def test_an_unusable_cache_warns_once_and_embeds_without_it(tmp_path, make_bad):
+    path = tmp_path / "e.sqlite3"
+    if make_bad == "directory":
+        path.mkdir()
+    else:
+        path.write_bytes(b"this is not a database" * 100)
+    toy = Toy()
+    c = cached(toy, path)
+    with pytest.warns(CacheUnavailable, match="embedding without it"):
+        first = c(["a", "b"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        second = c(["a"])
+    assert np.array_equal(first[0], second[0]) and toy.seen == ["a", "b", "a"]
+
+
+def test_a_store_behind_the_cache_reopens_with_the_plain_embedder(tmp_path, embedder):
+    c = cached(embedder, tmp_path / "e.sqlite3")
+    store = FactStore.persistent(str(tmp_path / "chroma"), c)
+    Memory(store=store).observe("u1", "s1", "user", "I prefer metric units.")
+    store.close()
+    again = FactStore.persistent(str(tmp_path / "chroma"), embedder)
+    try:
+        hits = again.search("u1", "which units?", k=1)
+        assert [h.fact.value for h in hits] == ["metric"]
+    finally:
+        again.close()
+    assert c.embedded >= 1
+
+
+def test_settings_put_the_configured_embedder_behind_the_cache(tmp_path):
+    e = Settings.from_env({"MEMKIT_EMBED_CACHE": str(tmp_path / "e.sqlite3")}).embedder()
+    assert isinstance(e, CachedEmbedder) and isinstance(e.inner, MiniLMEmbedder)
+    assert isinstance(Settings.from_env({}).embedder(), MiniLMEmbedder)
+    assert len(EmbeddingCache(tmp_path / "made" / "x.sqlite3")) == 0  # the cache makes its folder
