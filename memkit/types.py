@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import random
+import threading
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 from typing import Any, Iterable
@@ -14,9 +17,30 @@ def now() -> float:
     return time.time()
 
 
+_SEEDED: list[random.Random] = []
+_SEEDED_LOCK = threading.Lock()
+
+
 def new_id(prefix: str = "") -> str:
-    """A fresh random id."""
+    """A fresh random id (drawn from the seeded generator inside ``reproducible_ids``)."""
+    if _SEEDED:
+        with _SEEDED_LOCK:
+            if _SEEDED:
+                return f"{prefix}{_SEEDED[-1].getrandbits(64):016x}"
     return prefix + uuid.uuid4().hex[:16]
+
+
+@contextmanager
+def reproducible_ids(seed: str) -> Any:
+    """Inside this block, ids come from a generator seeded by ``seed``: a benchmark job draws the same ids
+    wherever and whenever it runs, so ties broken by id break the same way (``eval/execution.py``)."""
+    with _SEEDED_LOCK:
+        _SEEDED.append(random.Random(seed))
+    try:
+        yield
+    finally:
+        with _SEEDED_LOCK:
+            _SEEDED.pop()
 
 
 @dataclass(frozen=True)

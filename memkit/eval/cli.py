@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..store import FactStore
 from ..store.chroma import MAX_USERS
 from .. import registry
 from ..validate import out_dir
@@ -20,17 +19,22 @@ SHOWN = ["strategy", "evidence_recall", "session_recall_any", "session_recall_al
          "op_accuracy", "fact_precision", "duplicate_rate", "read_p50_ms", "read_p95_ms", "write_p50_ms", "write_p95_ms", "turns_per_s"]
 
 
-def _bench_store(where: str) -> FactStore:
+def _bench_store(where: str) -> str:
     """The store a bench run writes to: in memory, or a fresh namespace (its own schema) of a PostgreSQL database."""
-    import uuid
-
     from ..errors import ConfigError
 
-    if where == "ephemeral":
-        return FactStore.ephemeral()
-    if where.startswith(("postgresql://", "postgres://")):
-        return FactStore.postgres(where, namespace=f"bench_{uuid.uuid4().hex[:8]}")
+    if where == "ephemeral" or where.startswith(("postgresql://", "postgres://")):
+        return where
     raise ConfigError(f"--store takes 'ephemeral' or a postgresql:// URL, got {where!r}")
+
+
+def _embed_cache(where: str) -> str | None:
+    """``--embed-cache``: a file, ``off``, or (empty) the default file of ``memkit/embed_cache.py``."""
+    from ..embed_cache import default_path
+
+    if where == "off":
+        return None
+    return where or str(default_path())
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -69,11 +73,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
     budgets = _budgets(args.budget)
     out = out_dir(args.out)  # before the run: an unwritable folder fails at once, not after it
     store = _bench_store(args.store)
-    try:
-        results, summary, confusion = run(convs, strategies, budget=budgets, k=args.k, store=store, progress=True,
-                                          per_turn_tokens=not args.no_turn_tokens, judge_model=judge_model, **options)
-    finally:
-        store.close()
+    cache = _embed_cache(args.embed_cache)
+    results, summary, confusion = run(convs, strategies, budget=budgets, k=args.k, store=store, progress=True,
+                                      per_turn_tokens=not args.no_turn_tokens, judge_model=judge_model,
+                                      jobs=args.jobs, scheduler=args.scheduler, parts=out / "parts",
+                                      resume=args.resume, embed_cache=cache, **options)
     results.to_csv(out / "results.csv", index=False)
     summary.to_csv(out / "summary.csv", index=False)
     confusion.to_csv(out / "confusion.csv", index=False)
@@ -87,7 +91,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     strategy_comparison(summary).write_html(out / "plot.html", include_plotlyjs=True)
     (out / "run.json").write_text(json.dumps({"data": str(args.data), "format": fmt, "conversations": len(convs),
                                               "strategies": strategies, "budget": budgets if len(budgets) > 1 else budgets[0], "k": args.k,
-                                              "store": store.backend, **options}, indent=2))
+                                              "store": "postgres" if store != "ephemeral" else store,
+                                              "jobs": args.jobs, "scheduler": args.scheduler, "embed_cache": cache,
+                                              **{k: v for k, v in options.items() if k != "chat_model"}}, indent=2))
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         # session-level recall only where the data names answer sessions (LongMemEval)
         shown = [c for c in SHOWN if c in summary and not (c.startswith("session_") and summary[c].isna().all())]
@@ -207,7 +213,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--store", default="ephemeral",
                    help="where the run's memory lives: 'ephemeral' (default) or a postgresql:// URL (the whole "
                         "memory in PostgreSQL + pgvector, under a fresh schema memkit_bench_<id> per run)")
-    b.add_argument("--out", required=True, help="folder for results.csv, summary.csv, plot.html")
+    b.add_argument("--jobs", type=int, default=1,
+                   help="run conversations in N processes (same rows as a serial run; default: %(default)s)")
+    b.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
+                   help="run conversations on this Dask distributed scheduler's workers "
+                        "(pip install 'memkit[distributed]' on every machine)")
+    b.add_argument("--resume", action="store_true",
+                   help="skip the conversations a killed run of the same command finished (OUT/parts)")
+    b.add_argument("--embed-cache", default="", metavar="FILE",
+                   help="embedding cache shared by runs, strategies and processes (default: "
+                        "$MEMKIT_CACHE_DIR or ~/.cache/memkit/embeddings.sqlite3; 'off': none)")
+    b.add_argument("--out", required=True, help="folder for results.csv, summary.csv, plot.html (and parts/)")
     b.set_defaults(func=cmd_bench)
     s = sub.add_parser("bench-scale", help="the read and write paths users call, as users and items grow")
     s.add_argument("--size", action="append", default=None,

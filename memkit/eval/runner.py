@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import math
+import os
 import time
+import uuid
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -12,8 +15,10 @@ import pandas as pd
 
 from .. import registry
 from ..errors import ConfigError
+from ..passages import PASSAGE_TOKENS
 from ..store import FactStore
 from ..strategies import budget_free, make
+from ..types import reproducible_ids
 from .data import Conversation, timestamp
 from .judge import judge
 from .metrics import (OPS, answer_in_context, duplicate_rate, evidence_recall, percentile, repeated_lines,
@@ -32,6 +37,13 @@ def run_conversation(conv: Conversation, strategy: str, budget: int | Sequence[i
     every budget; the others (``summary``) are fed once per budget by ``run``.
     """
     budgets = [budget] if isinstance(budget, int) else list(budget)
+    with reproducible_ids(f"{conv.id}|{strategy}|{budgets}"):
+        return _run_conversation(conv, strategy, budgets, k, store, per_turn_tokens, judge_model, **memory_options)
+
+
+def _run_conversation(conv: Conversation, strategy: str, budgets: list[int], k: int, store: FactStore,
+                      per_turn_tokens: bool, judge_model: Any,
+                      **memory_options: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     s = make(strategy, conv.user_id, budgets[0], store=store, k=k, **memory_options)
     gold = {op["turn"]: op["op"] for op in conv.ops}
     rows, writes, reads = [], [], []
@@ -91,48 +103,107 @@ def run_conversation(conv: Conversation, strategy: str, budget: int | Sequence[i
 
 
 def run(conversations: Sequence[Conversation], strategies: Iterable[str] = DEFAULT_STRATEGIES,
-        budget: int | Sequence[int] = 1200, k: int = 5, store: FactStore | None = None, progress: bool = False,
-        per_turn_tokens: bool = True, judge_model: Any = None,
+        budget: int | Sequence[int] = 1200, k: int = 5, store: FactStore | str | None = None, progress: bool = False,
+        per_turn_tokens: bool = True, judge_model: Any = None, jobs: int = 1, scheduler: str | None = None,
+        parts: str | Path | None = None, resume: bool = False, embed_cache: str | Path | None = None,
         **memory_options: Any) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Every strategy on every conversation at every budget: (results per probe, summary per strategy, budget
     and probe type, op confusion).
 
     ``memory_options`` go to the two-layer strategies' ``Memory`` (e.g. ``profile_tokens=0``, ``min_score``).
     With ``judge_model`` (a chat model), each probe also gets ``judged_correct`` (see ``eval.judge``).
+    ``store`` is a ``FactStore`` (this process only), or ``"ephemeral"`` / a PostgreSQL URL that every worker
+    opens for itself. ``jobs`` runs conversations in that many processes, ``scheduler`` on a Dask cluster
+    (``eval/execution.py``); the rows are the same and in the same order as a serial run. ``parts`` keeps each
+    finished job in that folder, and ``resume`` skips the jobs a killed run already finished there.
+    ``embed_cache`` puts the encoder behind that embedding-cache file, warmed first with every text the run
+    will embed, in length-sorted batches across conversations (split among the local workers).
     """
+    from .execution import Parts, StoreSpec, execute, run_job, texts_to_embed, warm_job
+
     strategies = list(strategies)
     budgets = [budget] if isinstance(budget, int) else list(budget)
     for name in strategies:
         if name not in registry.names("strategy"):
             raise ConfigError(f"unknown strategy {name!r}; choose from {registry.names('strategy')}")
-    store = store or FactStore.ephemeral()
-    jobs = []
+    if jobs < 1:
+        raise ConfigError(f"jobs must be at least 1, got {jobs}")
+    todo: list[tuple[Conversation, str, list[int]]] = []
     for name in strategies:
         free = budget_free(name)
         for c in conversations:
-            jobs += [(c, name, budgets)] if free else [(c, name, [b]) for b in budgets]
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
+            todo += [(c, name, budgets)] if free else [(c, name, [b]) for b in budgets]
+    kwargs = {"k": k, "per_turn_tokens": per_turn_tokens, "judge_model": judge_model, **memory_options}
+    spread = jobs > 1 or scheduler is not None
+    if spread and (judge_model is not None or "chat_model" in memory_options):
+        raise ConfigError("a chat model (--judge, two-layer:llm) runs in this process only: run without jobs "
+                          "or scheduler")
+    if isinstance(store, FactStore):
+        if spread or embed_cache:
+            raise ConfigError("jobs, scheduler and embed_cache open a store per worker: pass store as 'ephemeral' "
+                              "or a postgresql:// URL, not a FactStore")
+        here = store
+        fn: Any = lambda spec, job, kw, threads: (run_conversation(scoped(job[0], job[1]), job[1], job[2],
+                                                                   store=here, **kw), "main")
+    else:
+        fn, here = run_job, None
+    spec = StoreSpec(store or "ephemeral", f"bench_{uuid.uuid4().hex[:8]}",
+                     str(embed_cache) if embed_cache else None) if not isinstance(store, FactStore) else StoreSpec()
+    threads: Any = 0
+    if scheduler:
+        from .execution import dask_threads
 
-        bar = tqdm(total=len(jobs), desc="bench", unit="conv")
-    rows, stats = [], []
-    for conv, name, bs in jobs:
-        r, st = run_conversation(_scoped(conv, name), name, bs, k, store, per_turn_tokens, judge_model,
-                                 **memory_options)
-        rows += r
-        stats += st
-        if bar:
+        threads = dask_threads(scheduler)
+    elif jobs > 1:
+        threads = max(1, (os.cpu_count() or 1) // jobs)
+    saved = Parts(Path(parts), {"conversations": [c.id for c in conversations], "strategies": strategies,
+                                "budgets": budgets, "options": {key: v if isinstance(v, (int, float, str, bool, type(None)))
+                                                                else type(v).__name__ for key, v in kwargs.items()}}) if parts else None
+    if saved:
+        saved.start(todo, resume)
+    results_by_job: dict[int, Any] = dict(saved.done) if saved else {}
+    pending = [i for i in range(len(todo)) if i not in results_by_job]
+    if spec.embed_cache and not scheduler and pending:
+        texts = texts_to_embed([todo[i] for i in pending], memory_options.get("passage_tokens", PASSAGE_TOKENS))
+        shards = [texts[i::max(jobs, 1) * 8] for i in range(max(jobs, 1) * 8)]  # interleaved: like lengths in each
+        for _ in _bar(execute(warm_job, [(i, (spec, shard, threads)) for i, shard in enumerate(shards)], jobs),
+                      len(shards), "embed", "shard", progress):
+            pass
+    started, turns, workers = time.perf_counter(), 0, {}
+    bar = _bar(None, len(todo), "bench", "job", progress, initial=len(todo) - len(pending))
+    calls = [(i, (spec, todo[i], kwargs, threads)) for i in pending]
+    for i, (result, worker) in execute(fn, calls, jobs, scheduler, spec if here is None else None):
+        results_by_job[i] = result
+        if saved:
+            saved.write(i, todo[i], result)
+        if bar is not None:
+            turns += result[1][0]["turns"]
+            workers[worker] = workers.get(worker, 0) + 1
+            postfix = {"turns/s": f"{turns / (time.perf_counter() - started):.1f}"}
+            if spread:
+                postfix["per worker"] = " ".join(f"{w}:{n}" for w, n in sorted(workers.items()))
+            bar.set_postfix(postfix, refresh=False)
             bar.update(1)
-    if bar:
+    if bar is not None:
         bar.close()
+    rows = [r for i in range(len(todo)) for r in results_by_job[i][0]]
+    stats = [s for i in range(len(todo)) for s in results_by_job[i][1]]
     columns = ["conversation", "strategy", "budget", "probe", "type", "evidence_recall", "answer_in_context",
                "context_tokens", "stale", "repeated_lines", "session_recall_any", "session_recall_all", "read_ms"] + (["judged_correct", "judged_answer"] if judge_model else [])
     results = pd.DataFrame(rows, columns=columns)
     return results, summarise(results, stats, strategies), confusion_table(stats)
 
 
-def _scoped(conv: Conversation, strategy: str) -> Conversation:
+def _bar(items: Any, total: int, desc: str, unit: str, progress: bool, initial: int = 0) -> Any:
+    """A tqdm bar (conversations done of the total, rate and ETA), or the items unchanged without ``progress``."""
+    if not progress:
+        return items if items is not None else None
+    from tqdm.auto import tqdm
+
+    return tqdm(items, total=total, desc=desc, unit=unit, initial=initial)
+
+
+def scoped(conv: Conversation, strategy: str) -> Conversation:
     """The same conversation under a user id unique to the strategy, so strategies never share facts."""
     return replace(conv, user_id=f"{strategy}/{conv.user_id}")
 
@@ -205,4 +276,4 @@ def confusion_table(stats: list[dict[str, Any]]) -> pd.DataFrame:
     return df.groupby(["strategy", "gold", "predicted"], as_index=False)["turns"].sum()
 
 
-__all__ = ["DEFAULT_STRATEGIES", "OPS", "confusion_table", "fact_precision", "run", "run_conversation", "summarise"]
+__all__ = ["DEFAULT_STRATEGIES", "OPS", "confusion_table", "fact_precision", "run", "run_conversation", "scoped", "summarise"]

@@ -1,0 +1,240 @@
+"""Where a bench run's jobs execute (this process, N local processes, or a Dask cluster), the part files that
+make a run resumable, and the cache warm-up that batches the encoder across conversations.
+
+A job is one conversation under one strategy (at one budget, or at every budget for a strategy whose memory
+does not depend on it). Jobs share nothing but the embedding cache: each job opens a store of its own from a
+``StoreSpec`` (in memory), or its worker's connection to one PostgreSQL schema, where each strategy's memory
+lives under its own user id. So a job's rows are the same wherever, beside whatever and in whatever order it
+runs, and results are merged in job order. (One in-memory store for every job, as runs had before, let one
+conversation's numbers move with the others in the run: the lexical index's BM25 statistics span its users.)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+from ..errors import ConfigError
+
+Job = tuple[Any, str, list[int]]  # (conversation, strategy, budgets)
+
+
+@dataclass(frozen=True)
+class StoreSpec:
+    """How a worker opens the store a job writes to: ``ephemeral`` (in memory, one per worker process) or a
+    PostgreSQL URL and schema (shared by every worker), with an optional embedding-cache file."""
+
+    where: str = "ephemeral"
+    namespace: str | None = None
+    embed_cache: str | None = None
+
+    def open(self) -> Any:
+        from ..embed import shared_embedder
+        from ..store import FactStore
+
+        embedder: Any = shared_embedder()
+        if self.embed_cache:
+            from ..embed_cache import cached
+
+            embedder = cached(embedder, self.embed_cache)
+        if self.where == "ephemeral":
+            return FactStore.ephemeral(embedder)
+        if self.where.startswith(("postgresql://", "postgres://")):
+            return FactStore.postgres(self.where, embedder, namespace=self.namespace or "memkit")
+        raise ConfigError(f"a bench store is 'ephemeral' or a postgresql:// URL, got {self.where!r}")
+
+
+    @property
+    def shared(self) -> bool:
+        """Whether jobs share one store (a PostgreSQL schema) rather than open one each (in memory)."""
+        return self.where != "ephemeral"
+
+
+_STORES: dict[StoreSpec, Any] = {}  # per worker process: its connection to each shared store, kept for the run
+
+
+@contextmanager
+def _store(spec: StoreSpec) -> Iterator[Any]:
+    if not spec.shared:
+        store = spec.open()
+        try:
+            yield store
+        finally:
+            store.close()
+        return
+    if spec not in _STORES or _STORES[spec].closed:
+        _STORES[spec] = spec.open()
+    yield _STORES[spec]
+
+
+def close_stores(spec: StoreSpec) -> None:
+    """Close this process's store for ``spec`` (after a run; a Dask worker outlives it)."""
+    store = _STORES.pop(spec, None)
+    if store is not None:
+        store.close()
+
+
+def run_job(spec: StoreSpec, job: Job, kwargs: dict[str, Any], threads: int | dict[str, int] = 0) -> tuple[Any, str]:
+    """Run one job in a worker: its ``(rows, stats)`` and the worker's name."""
+    from ..embed import shared_embedder
+    from .runner import run_conversation, scoped
+
+    worker = f"pid {os.getpid()}"
+    if isinstance(threads, dict):  # on a Dask cluster: the encoder's threads follow the workers on this host
+        from distributed import get_worker
+
+        me = get_worker()
+        worker, threads = me.address, threads.get(me.ip, 0)
+    if threads:
+        shared_embedder().use_threads(threads)
+    conv, name, budgets = job
+    with _store(spec) as store:
+        return run_conversation(scoped(conv, name), name, budgets, store=store, **kwargs), worker
+
+
+def warm_job(spec: StoreSpec, texts: Sequence[str], threads: int = 0) -> int:
+    """Embed ``texts`` into the spec's cache (a worker's share of the warm-up); how many were embedded."""
+    from ..embed import shared_embedder
+    from ..embed_cache import cached
+
+    if threads:
+        shared_embedder().use_threads(threads)
+    c = cached(shared_embedder(), spec.embed_cache)
+    for start in range(0, len(texts), 1024):
+        c(list(texts[start:start + 1024]))
+    return c.embedded
+
+
+def texts_to_embed(jobs: Sequence[Job], passage_tokens: int) -> list[str]:
+    """What the run's memories will embed, as the stores will ask for it: each distinct turn text (whole for the
+    raw-turn baselines, as passages for two-layer memory) and each probe question, longest last."""
+    from ..store.base import episode_items
+    from ..strategies import embeds_episodes
+    from ..types import Episode
+    from .. import validate
+
+    texts: dict[str, None] = {}
+    for conv, name, _ in jobs:
+        sizes = embeds_episodes(name, passage_tokens)
+        if sizes is None:
+            continue
+        for s in conv.sessions:
+            for t in s.turns:
+                e = Episode("", "", s.id, t.id, t.speaker or t.role, t.role, validate.content(t.content), 0.0, 0,
+                            passage_tokens=sizes)
+                texts.update((text, None) for _, text in episode_items(e))
+        texts.update((validate.query(p.question), None) for p in conv.probes)
+    return sorted(texts, key=len)
+
+
+@dataclass
+class Parts:
+    """A run's finished jobs on disk, one file each, written atomically as each job finishes: a run killed
+    at any moment loses only the jobs in flight, and ``resume`` skips the ones already done."""
+
+    folder: Path
+    manifest: dict[str, Any]
+    done: dict[int, Any] = field(default_factory=dict)
+
+    @staticmethod
+    def key(job: Job) -> str:
+        conv, name, budgets = job
+        return f"{conv.id}|{name}|{','.join(map(str, budgets))}"
+
+    def start(self, jobs: Sequence[Job], resume: bool) -> None:
+        """Open the folder: with ``resume``, load the parts of this same run; else start afresh."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self.folder / "manifest.json"
+        manifest = {**self.manifest, "jobs": hashlib.sha256("\n".join(map(self.key, jobs)).encode()).hexdigest()}
+        if resume and path.exists():
+            before = json.loads(path.read_text("utf-8"))
+            if before != manifest:
+                changed = sorted(k for k in set(before) | set(manifest) if before.get(k) != manifest.get(k))
+                raise ConfigError(f"--resume: {self.folder} holds a run with other {', '.join(changed)}; "
+                                  "run it with the same data and options, or without --resume to start afresh")
+            for part in sorted(self.folder.glob("job-*.pkl")):
+                try:
+                    saved = pickle.loads(part.read_bytes())
+                except (pickle.UnpicklingError, EOFError, ValueError):
+                    continue  # a part cut short is a job to run again
+                i = saved["index"]
+                if i < len(jobs) and saved["key"] == self.key(jobs[i]):
+                    self.done[i] = saved["result"]
+        else:
+            for part in self.folder.glob("job-*.pkl"):
+                part.unlink()
+        path.write_text(json.dumps(manifest, indent=1, sort_keys=True), "utf-8")
+
+    def write(self, index: int, job: Job, result: Any) -> None:
+        self.done[index] = result
+        path = self.folder / f"job-{index:05d}.pkl"
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        with open(tmp, "wb") as f:
+            pickle.dump({"index": index, "key": self.key(job), "result": result}, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+
+
+def execute(fn: Callable[..., Any], calls: Sequence[tuple[int, tuple]], jobs: int = 1,
+            scheduler: str | None = None, spec: StoreSpec | None = None) -> Iterator[tuple[int, Any]]:
+    """Run ``fn(*args)`` for each ``(index, args)``; yield ``(index, result)`` as each finishes: here, in
+    ``jobs`` spawned processes (which end with the run), or on the Dask cluster at ``scheduler`` (whose
+    workers then close their store for ``spec``)."""
+    if scheduler:
+        yield from _on_dask(fn, calls, scheduler, spec)
+    elif jobs > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = {pool.submit(fn, *args): i for i, args in calls}
+            for f in as_completed(futures):
+                yield futures[f], f.result()
+    else:
+        try:
+            for i, args in calls:
+                yield i, fn(*args)
+        finally:
+            if spec is not None:
+                close_stores(spec)
+
+
+def _on_dask(fn: Callable[..., Any], calls: Sequence[tuple[int, tuple]], scheduler: str,
+             spec: StoreSpec | None) -> Iterator[tuple[int, Any]]:
+    try:
+        from distributed import Client, as_completed
+    except ImportError:
+        raise ConfigError("--scheduler runs on Dask: pip install 'memkit[distributed]'") from None
+    with Client(scheduler) as client:  # distributed.as_completed finds its client as the default one
+        futures = {client.submit(fn, *args, key=f"memkit-{time.time_ns()}-{i}", pure=False): i for i, args in calls}
+        try:
+            for f in as_completed(futures):
+                yield futures[f], f.result()
+        finally:
+            client.cancel(list(futures))
+            if spec is not None:
+                client.run(close_stores, spec)
+
+
+def dask_threads(scheduler: str) -> dict[str, int]:
+    """Encoder threads per worker host: the host's cores shared among its workers (the scheduler's view)."""
+    from distributed import Client
+
+    with Client(scheduler, set_as_default=False) as client:
+        workers = client.scheduler_info(n_workers=-1)["workers"]
+        cores = client.run(os.cpu_count)  # {worker address: its machine's cores}
+    per_host: dict[str, list[int]] = {}
+    for address, w in workers.items():
+        per_host.setdefault(w["host"], []).append(cores.get(address) or 1)
+    return {host: max(1, counts[0] // len(counts)) for host, counts in per_host.items()}
+
+
+__all__ = ["Job", "Parts", "StoreSpec", "close_stores", "dask_threads", "execute", "run_job", "texts_to_embed", "warm_job"]

@@ -1,0 +1,143 @@
+"""Bench runs in parallel and resumable: N processes, a real Dask cluster, part files, the embedding cache."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from memkit import FactStore
+from memkit.embed_cache import EmbeddingCache, identity
+from memkit.embed import shared_embedder
+from memkit.errors import ConfigError
+from memkit.eval.data import load
+from memkit.eval.execution import texts_to_embed
+from memkit.eval.runner import run
+
+ROOT = Path(__file__).resolve().parents[1]
+STRATEGIES = ["two-layer:keyed", "rag:dense", "summary"]
+TIMINGS = ["read_ms"]  # measured, so never equal between runs
+
+
+@pytest.fixture(scope="module")
+def convs():
+    return load(ROOT / "data" / "suite.jsonl", "memkit")[:3]
+
+
+@pytest.fixture(scope="module")
+def serial(convs, tmp_path_factory):
+    cache = tmp_path_factory.mktemp("cache") / "e.sqlite3"
+    return run(convs, STRATEGIES, budget=[200, 600], per_turn_tokens=False, embed_cache=cache), cache
+
+
+def same(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    pd.testing.assert_frame_equal(a.drop(columns=TIMINGS).reset_index(drop=True),
+                                  b.drop(columns=TIMINGS).reset_index(drop=True))
+
+
+def test_jobs_give_the_serial_rows_in_the_serial_order(convs, serial):
+    (results, summary, confusion), cache = serial
+    assert len(results) > 0 and results["strategy"].tolist()[0] == STRATEGIES[0]
+    r2, s2, c2 = run(convs, STRATEGIES, budget=[200, 600], per_turn_tokens=False, jobs=2, embed_cache=cache)
+    same(results, r2)
+    pd.testing.assert_frame_equal(confusion, c2)
+    shown = ["strategy", "budget", "type", "evidence_recall", "evidence_recall_ci_low", "op_accuracy"]
+    pd.testing.assert_frame_equal(summary[shown], s2[shown])
+
+
+def test_a_dask_cluster_gives_the_serial_rows(convs, serial):
+    from distributed import LocalCluster
+
+    (results, _, _), cache = serial
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        r, _, _ = run(convs, STRATEGIES, budget=[200, 600], per_turn_tokens=False, embed_cache=cache,
+                      scheduler=cluster.scheduler_address)
+    same(results, r)
+
+
+def test_the_cache_holds_what_the_run_embeds_and_a_second_run_adds_nothing(convs, serial):
+    (results, _, _), cache = serial
+    c = EmbeddingCache(cache)
+    before = len(c)
+    ident = identity(shared_embedder())
+    jobs = [(cv, s, [200]) for cv in convs for s in STRATEGIES]
+    texts = texts_to_embed(jobs, 128)
+    assert texts and len(c.get([c.key(ident, t) for t in texts], 384)) == len(set(texts))
+    r, _, _ = run(convs, STRATEGIES, budget=[200, 600], per_turn_tokens=False, embed_cache=cache)
+    same(results, r)
+    assert len(c) == before
+
+
+def test_resume_runs_only_the_missing_jobs_and_merges_to_the_same_rows(convs, serial, tmp_path):
+    (results, _, _), cache = serial
+    parts = tmp_path / "parts"
+    run(convs, STRATEGIES, budget=[200, 600], per_turn_tokens=False, embed_cache=cache, parts=parts)
+    files = sorted(parts.glob("job-*.pkl"))
+    assert len(files) == 12  # 3 conversations x (two-layer, rag:dense, summary at each of 2 budgets)
+    removed, cut, kept = files[:3], files[3], files[4:]
+    for f in removed:
+        f.unlink()
+    cut.write_bytes(cut.read_bytes()[:40])  # a part cut short by a crash is run again
+    stamps = {f: f.stat().st_mtime_ns for f in kept}
+    r, _, _ = run(convs, STRATEGIES, budget=[200, 600], per_turn_tokens=False, embed_cache=cache, parts=parts,
+                  resume=True)
+    same(results, r)
+    assert {f: f.stat().st_mtime_ns for f in kept} == stamps  # finished jobs were not run again
+    assert all(f.exists() for f in removed) and cut.stat().st_size > 40
+
+
+def test_resume_refuses_a_folder_of_another_run(convs, tmp_path):
+    parts = tmp_path / "parts"
+    run(convs[:1], ["window"], budget=200, per_turn_tokens=False, parts=parts)
+    with pytest.raises(ConfigError, match="other budgets"):
+        run(convs[:1], ["window"], budget=400, per_turn_tokens=False, parts=parts, resume=True)
+    r, _, _ = run(convs[:1], ["window"], budget=400, per_turn_tokens=False, parts=parts)  # afresh: fine
+    assert set(r["budget"]) == {400}
+
+
+def test_bad_run_options_are_refused(convs):
+    with pytest.raises(ConfigError, match="jobs must be at least 1"):
+        run(convs[:1], ["window"], jobs=0)
+    store = FactStore.ephemeral()
+    try:
+        with pytest.raises(ConfigError, match="not a FactStore"):
+            run(convs[:1], ["window"], store=store, jobs=2)
+    finally:
+        store.close()
+    with pytest.raises(ConfigError, match="this process only"):
+        run(convs[:1], ["window"], jobs=2, judge_model=object())
+
+
+def _bench(out: Path, cache: Path, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "memkit.cli", "bench", "--data", str(ROOT / "data" / "suite.jsonl"),
+                             "--limit", "6", "--strategy", "two-layer:keyed", "--strategy", "rag:bm25",
+                             "--budget", "300", "--no-turn-tokens", "--embed-cache", str(cache), "--out", str(out),
+                             *extra], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_a_run_killed_by_sigkill_resumes_to_the_uninterrupted_results(tmp_path):
+    cache = tmp_path / "e.sqlite3"
+    whole = _bench(tmp_path / "whole", cache)
+    out, err = whole.communicate(timeout=600)
+    assert whole.returncode == 0, err
+    assert "turns/s" in err and "12/12" in err  # progress: jobs done of the total, turns per second
+    killed = _bench(tmp_path / "killed", cache)
+    parts = tmp_path / "killed" / "parts"
+    deadline = time.time() + 300
+    while len(list(parts.glob("job-*.pkl"))) < 4 and time.time() < deadline and killed.poll() is None:
+        time.sleep(0.05)
+    os.kill(killed.pid, signal.SIGKILL)
+    killed.wait()
+    done = {f: f.stat().st_mtime_ns for f in parts.glob("job-*.pkl")}
+    assert 4 <= len(done) < 12
+    resumed = _bench(tmp_path / "killed", cache, "--resume")
+    _, err = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, err
+    assert {f: f.stat().st_mtime_ns for f in done} == done
+    same(pd.read_csv(tmp_path / "whole" / "results.csv"), pd.read_csv(tmp_path / "killed" / "results.csv"))
