@@ -60,7 +60,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from .sweep import parse_param, run_sweep
 
     params = dict(parse_param(p) for p in args.param)
-    sweep = run_sweep(args.notebook, params, args.out, metric=args.metric)
+    sweep = run_sweep(args.notebook, params, args.out, metric=args.metric, jobs=args.jobs, scheduler=args.scheduler)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(sweep.round(3).to_string(index=False))
     print(f"\nwrote {args.out}/sweep.csv, sweep.html and one executed notebook per run")
@@ -86,6 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("-p", "--param", action="append", default=[], metavar="NAME=V1,V2",
                        help="a parameter and its values; repeat for a grid; a JSON list value: NAME=[...]")
     sweep.add_argument("--metric", default=None, help="result column to plot (default: the first numeric one)")
+    sweep.add_argument("--jobs", type=int, default=1, help="notebooks run at once in local processes (default: 1)")
+    sweep.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
+                       help="run the notebooks on this Dask scheduler's workers (pip install 'memkit[distributed]'; "
+                            "each worker needs memkit and the notebook folder at the same path)")
     sweep.add_argument("--out", required=True, help="folder for sweep.csv, sweep.html and the executed notebooks")
     sweep.set_defaults(func=cmd_sweep)
     nbs = sub.add_parser("notebooks", help="copy the teaching notebooks (and their py:percent sources) into DIR")

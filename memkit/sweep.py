@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import io
 import itertools
 import json
 from pathlib import Path
@@ -67,16 +68,24 @@ def grid(params: dict[str, Sequence[Any]]) -> list[dict[str, Any]]:
 
 
 def run_sweep(notebook: str | Path, params: dict[str, Sequence[Any]], out: str | Path, metric: str | None = None,
-              kernel_name: str = "python3", progress: bool = True) -> pd.DataFrame:
-    """Execute ``notebook`` once per grid point into ``out``; return (and write) all result tables as one."""
-    try:
-        import papermill
-    except ImportError:
-        raise ConfigError("memkit sweep runs notebooks with papermill: pip install 'memkit[notebooks]'") from None
+              kernel_name: str = "python3", progress: bool = True, jobs: int = 1,
+              scheduler: str | None = None) -> pd.DataFrame:
+    """Execute ``notebook`` once per grid point into ``out``; return (and write) all result tables as one.
+
+    ``jobs`` runs that many notebooks at once in local processes, ``scheduler`` runs them on a Dask cluster
+    (each worker needs memkit and the notebook's folder at the same path); the table is in grid order.
+    """
+    import importlib.util
+
+    if importlib.util.find_spec("papermill") is None:
+        raise ConfigError("memkit sweep runs notebooks with papermill: pip install 'memkit[notebooks]'")
+    from .eval.execution import execute
 
     notebook, out = Path(notebook).resolve(), Path(out)
     if not notebook.is_file():
         raise MemkitError(f"no such notebook: {notebook}")
+    if jobs < 1:
+        raise ConfigError(f"jobs must be at least 1, got {jobs}")
     check_params(notebook, params)
     out_dir(out)
     points = grid(params)
@@ -85,27 +94,41 @@ def run_sweep(notebook: str | Path, params: dict[str, Sequence[Any]], out: str |
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(points), desc=f"sweep {notebook.stem}", unit="run")
-    tables = []
-    for i, point in enumerate(points):
-        result = (out / f"run-{i:03d}.csv").resolve()
-        papermill.execute_notebook(str(notebook), str(out / f"run-{i:03d}.ipynb"),
-                                   parameters={**point, "result_path": str(result)}, cwd=str(notebook.parent),
-                                   kernel_name=kernel_name, progress_bar=False, log_output=False)
-        if not result.exists():
+    tables: dict[int, pd.DataFrame] = {}
+    calls = [(i, (str(notebook), point, kernel_name)) for i, point in enumerate(points)]
+    for i, (executed, result) in execute(run_point, calls, jobs, scheduler):
+        (out / f"run-{i:03d}.ipynb").write_text(executed, "utf-8")
+        if result is None:
             raise MemkitError(f"{notebook.name} wrote no result table; does it have a `result_path` parameter?")
-        table = pd.read_csv(result)
-        for name, value in point.items():
+        (out / f"run-{i:03d}.csv").write_text(result, "utf-8")
+        table = pd.read_csv(io.StringIO(result))
+        for name, value in points[i].items():
             table[name] = json.dumps(value) if isinstance(value, (list, dict)) else value
         table["run"] = i
-        tables.append(table)
+        tables[i] = table
         if bar:
             bar.update(1)
     if bar:
         bar.close()
-    sweep = pd.concat(tables, ignore_index=True)
+    sweep = pd.concat([tables[i] for i in range(len(points))], ignore_index=True)
     sweep.to_csv(out / "sweep.csv", index=False)
     sweep_figure(sweep, list(params), metric).write_html(out / "sweep.html", include_plotlyjs=True)
     return sweep
+
+
+def run_point(notebook: str, point: dict[str, Any], kernel_name: str) -> tuple[str, str | None]:
+    """Execute the notebook at one grid point (here or on a worker): the executed notebook and its result CSV."""
+    import tempfile
+
+    import papermill
+
+    with tempfile.TemporaryDirectory(prefix="memkit-sweep-") as tmp:
+        result = Path(tmp) / "result.csv"
+        executed = Path(tmp) / "run.ipynb"
+        papermill.execute_notebook(notebook, str(executed), parameters={**point, "result_path": str(result)},
+                                   cwd=str(Path(notebook).parent), kernel_name=kernel_name, progress_bar=False,
+                                   log_output=False)
+        return executed.read_text("utf-8"), result.read_text("utf-8") if result.exists() else None
 
 
 def sweep_figure(sweep: pd.DataFrame, params: Sequence[str], metric: str | None = None) -> Any:

@@ -36,6 +36,16 @@ def test_sweep_runs_a_notebook_over_a_grid(tmp_path):
     assert (tmp_path / "run-001.ipynb").exists()
     window = sweep[sweep["strategy"] == "window"].set_index("budget")["context_tokens"]
     assert window[900] > window[300]  # the parameter really reached the notebook
+    # the same sweep on a real Dask cluster (2 worker processes): the same table, in grid order
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        spread = run_sweep(NB7, {"size": [1], "budget": [300, 900], "strategies": [["window", "two-layer:keyed"]]},
+                           tmp_path / "dask", metric="evidence_recall", progress=False,
+                           scheduler=cluster.scheduler_address)
+    measured = [c for c in sweep.columns if c.endswith(("_ms", "_per_s"))]
+    pd.testing.assert_frame_equal(sweep.drop(columns=measured), spread.drop(columns=measured))
+    assert (tmp_path / "dask" / "run-001.ipynb").exists() and (tmp_path / "dask" / "run-001.csv").exists()
 
 
 @pytest.mark.parametrize("dtype", [object, "string"])
