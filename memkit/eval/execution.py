@@ -84,7 +84,6 @@ def close_stores(spec: StoreSpec) -> None:
 def run_job(spec: StoreSpec, job: Job, kwargs: dict[str, Any], threads: int | dict[str, int] = 0) -> tuple[Any, str]:
     """Run one job in a worker: its ``(rows, stats)`` and the worker's name."""
     from ..embed import shared_embedder
-    from .runner import run_conversation, scoped
 
     worker = f"pid {os.getpid()}"
     if isinstance(threads, dict):  # on a Dask cluster: the encoder's threads follow the workers on this host
@@ -94,9 +93,8 @@ def run_job(spec: StoreSpec, job: Job, kwargs: dict[str, Any], threads: int | di
         worker, threads = me.address, threads.get(me.ip, 0)
     if threads:
         shared_embedder().use_threads(threads)
-    conv, name, budgets = job
     with _store(spec) as store:
-        return run_conversation(scoped(conv, name), name, budgets, store=store, **kwargs), worker
+        return run_conversation_on(store, job, kwargs), worker
 
 
 def warm_job(spec: StoreSpec, texts: Sequence[str], threads: int = 0) -> int:
@@ -183,6 +181,62 @@ class Parts:
         os.replace(tmp, path)
 
 
+def run_jobs(todo: Sequence[Job], where: Any, kwargs: dict[str, Any], jobs: int = 1, scheduler: str | None = None,
+             parts: Parts | None = None, progress: bool = False, passage_tokens: int = 128) -> list[Any]:
+    """Every job's ``(rows, stats)``, in job order: those ``parts`` already holds, and the rest run on ``where``
+    (a ``StoreSpec``; or a ``FactStore`` shared by the jobs, in this process only), after the cache warm-up."""
+    spread = jobs > 1 or scheduler is not None
+    threads: Any = dask_threads(scheduler) if scheduler else max(1, (os.cpu_count() or 1) // jobs) if jobs > 1 else 0
+    if isinstance(where, StoreSpec):
+        fn, spec = run_job, where
+    else:
+        fn, spec = (lambda _, job, kw, __: (run_conversation_on(where, job, kw), "main")), None
+    done: dict[int, Any] = dict(parts.done) if parts else {}
+    pending = [i for i in range(len(todo)) if i not in done]
+    if spec is not None and spec.embed_cache and not scheduler and pending:
+        texts = texts_to_embed([todo[i] for i in pending], passage_tokens)
+        n = jobs * 8
+        shards = [texts[i::n] for i in range(n)]  # interleaved, so each shard has long and short texts
+        for _ in _bar(execute(warm_job, [(i, (spec, shard, threads)) for i, shard in enumerate(shards)], jobs),
+                      len(shards), "embed", "shard", progress):
+            pass
+    bar = _bar(None, len(todo), "bench", "job", progress, initial=len(todo) - len(pending))
+    started, turns, workers = time.perf_counter(), 0, {}
+    for i, (result, worker) in execute(fn, [(i, (spec, todo[i], kwargs, threads)) for i in pending], jobs,
+                                       scheduler, spec):
+        done[i] = result
+        if parts:
+            parts.write(i, todo[i], result)
+        if bar is not None:
+            turns += result[1][0]["turns"]
+            workers[worker] = workers.get(worker, 0) + 1
+            postfix = {"turns/s": f"{turns / (time.perf_counter() - started):.1f}"}
+            if spread:
+                postfix["per worker"] = " ".join(f"{w}:{n}" for w, n in sorted(workers.items()))
+            bar.set_postfix(postfix, refresh=False)
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    return [done[i] for i in range(len(todo))]
+
+
+def run_conversation_on(store: Any, job: Job, kwargs: dict[str, Any]) -> Any:
+    """One job on a store the caller holds."""
+    from .runner import run_conversation, scoped
+
+    conv, name, budgets = job
+    return run_conversation(scoped(conv, name), name, budgets, store=store, **kwargs)
+
+
+def _bar(items: Any, total: int, desc: str, unit: str, progress: bool, initial: int = 0) -> Any:
+    """A tqdm bar (jobs done of the total, rate and ETA), or the items unchanged without ``progress``."""
+    if not progress:
+        return items
+    from tqdm.auto import tqdm
+
+    return tqdm(items, total=total, desc=desc, unit=unit, initial=initial)
+
+
 def execute(fn: Callable[..., Any], calls: Sequence[tuple[int, tuple]], jobs: int = 1,
             scheduler: str | None = None, spec: StoreSpec | None = None) -> Iterator[tuple[int, Any]]:
     """Run ``fn(*args)`` for each ``(index, args)``; yield ``(index, result)`` as each finishes: here, in
@@ -237,4 +291,4 @@ def dask_threads(scheduler: str) -> dict[str, int]:
     return {host: max(1, counts[0] // len(counts)) for host, counts in per_host.items()}
 
 
-__all__ = ["Job", "Parts", "StoreSpec", "close_stores", "dask_threads", "execute", "run_job", "texts_to_embed", "warm_job"]
+__all__ = ["Job", "Parts", "StoreSpec", "close_stores", "dask_threads", "execute", "run_conversation_on", "run_job", "run_jobs", "texts_to_embed", "warm_job"]

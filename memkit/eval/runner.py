@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 import time
 import uuid
 from dataclasses import replace
@@ -119,7 +118,7 @@ def run(conversations: Sequence[Conversation], strategies: Iterable[str] = DEFAU
     ``embed_cache`` puts the encoder behind that embedding-cache file, warmed first with every text the run
     will embed, in length-sorted batches across conversations (split among the local workers).
     """
-    from .execution import Parts, StoreSpec, execute, run_job, texts_to_embed, warm_job
+    from .execution import Parts, StoreSpec, run_jobs
 
     strategies = list(strategies)
     budgets = [budget] if isinstance(budget, int) else list(budget)
@@ -128,79 +127,33 @@ def run(conversations: Sequence[Conversation], strategies: Iterable[str] = DEFAU
             raise ConfigError(f"unknown strategy {name!r}; choose from {registry.names('strategy')}")
     if jobs < 1:
         raise ConfigError(f"jobs must be at least 1, got {jobs}")
-    todo: list[tuple[Conversation, str, list[int]]] = []
-    for name in strategies:
-        free = budget_free(name)
-        for c in conversations:
-            todo += [(c, name, budgets)] if free else [(c, name, [b]) for b in budgets]
+    todo = [(c, name, bs) for name in strategies for c in conversations
+            for bs in ([budgets] if budget_free(name) else [[b] for b in budgets])]
     kwargs = {"k": k, "per_turn_tokens": per_turn_tokens, "judge_model": judge_model, **memory_options}
     spread = jobs > 1 or scheduler is not None
     if spread and (judge_model is not None or "chat_model" in memory_options):
         raise ConfigError("a chat model (--judge, two-layer:llm) runs in this process only: run without jobs "
                           "or scheduler")
-    if isinstance(store, FactStore):
-        if spread or embed_cache:
-            raise ConfigError("jobs, scheduler and embed_cache open a store per worker: pass store as 'ephemeral' "
-                              "or a postgresql:// URL, not a FactStore")
-        here = store
-        fn: Any = lambda spec, job, kw, threads: (run_conversation(scoped(job[0], job[1]), job[1], job[2],
-                                                                   store=here, **kw), "main")
-    else:
-        fn, here = run_job, None
-    spec = StoreSpec(store or "ephemeral", f"bench_{uuid.uuid4().hex[:8]}",
-                     str(embed_cache) if embed_cache else None) if not isinstance(store, FactStore) else StoreSpec()
-    threads: Any = 0
-    if scheduler:
-        from .execution import dask_threads
-
-        threads = dask_threads(scheduler)
-    elif jobs > 1:
-        threads = max(1, (os.cpu_count() or 1) // jobs)
-    saved = Parts(Path(parts), {"conversations": [c.id for c in conversations], "strategies": strategies,
-                                "budgets": budgets, "options": {key: v if isinstance(v, (int, float, str, bool, type(None)))
-                                                                else type(v).__name__ for key, v in kwargs.items()}}) if parts else None
-    if saved:
+    if isinstance(store, FactStore) and (spread or embed_cache):
+        raise ConfigError("jobs, scheduler and embed_cache open a store per worker: pass store as 'ephemeral' "
+                          "or a postgresql:// URL, not a FactStore")
+    where = store if isinstance(store, FactStore) else \
+        StoreSpec(store or "ephemeral", f"bench_{uuid.uuid4().hex[:8]}", str(embed_cache) if embed_cache else None)
+    saved = None
+    if parts:
+        options = {key: v if isinstance(v, (int, float, str, bool, type(None))) else type(v).__name__
+                   for key, v in kwargs.items()}
+        saved = Parts(Path(parts), {"conversations": [c.id for c in conversations], "strategies": strategies,
+                                    "budgets": budgets, "options": options})
         saved.start(todo, resume)
-    results_by_job: dict[int, Any] = dict(saved.done) if saved else {}
-    pending = [i for i in range(len(todo)) if i not in results_by_job]
-    if spec.embed_cache and not scheduler and pending:
-        texts = texts_to_embed([todo[i] for i in pending], memory_options.get("passage_tokens", PASSAGE_TOKENS))
-        shards = [texts[i::max(jobs, 1) * 8] for i in range(max(jobs, 1) * 8)]  # interleaved: like lengths in each
-        for _ in _bar(execute(warm_job, [(i, (spec, shard, threads)) for i, shard in enumerate(shards)], jobs),
-                      len(shards), "embed", "shard", progress):
-            pass
-    started, turns, workers = time.perf_counter(), 0, {}
-    bar = _bar(None, len(todo), "bench", "job", progress, initial=len(todo) - len(pending))
-    calls = [(i, (spec, todo[i], kwargs, threads)) for i in pending]
-    for i, (result, worker) in execute(fn, calls, jobs, scheduler, spec if here is None else None):
-        results_by_job[i] = result
-        if saved:
-            saved.write(i, todo[i], result)
-        if bar is not None:
-            turns += result[1][0]["turns"]
-            workers[worker] = workers.get(worker, 0) + 1
-            postfix = {"turns/s": f"{turns / (time.perf_counter() - started):.1f}"}
-            if spread:
-                postfix["per worker"] = " ".join(f"{w}:{n}" for w, n in sorted(workers.items()))
-            bar.set_postfix(postfix, refresh=False)
-            bar.update(1)
-    if bar is not None:
-        bar.close()
-    rows = [r for i in range(len(todo)) for r in results_by_job[i][0]]
-    stats = [s for i in range(len(todo)) for s in results_by_job[i][1]]
+    done = run_jobs(todo, where, kwargs, jobs, scheduler, saved, progress,
+                    memory_options.get("passage_tokens", PASSAGE_TOKENS))
+    rows = [r for result in done for r in result[0]]
+    stats = [s for result in done for s in result[1]]
     columns = ["conversation", "strategy", "budget", "probe", "type", "evidence_recall", "answer_in_context",
                "context_tokens", "stale", "repeated_lines", "session_recall_any", "session_recall_all", "read_ms"] + (["judged_correct", "judged_answer"] if judge_model else [])
     results = pd.DataFrame(rows, columns=columns)
     return results, summarise(results, stats, strategies), confusion_table(stats)
-
-
-def _bar(items: Any, total: int, desc: str, unit: str, progress: bool, initial: int = 0) -> Any:
-    """A tqdm bar (conversations done of the total, rate and ETA), or the items unchanged without ``progress``."""
-    if not progress:
-        return items if items is not None else None
-    from tqdm.auto import tqdm
-
-    return tqdm(items, total=total, desc=desc, unit=unit, initial=initial)
 
 
 def scoped(conv: Conversation, strategy: str) -> Conversation:
