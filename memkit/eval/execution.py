@@ -28,8 +28,8 @@ Job = tuple[Any, str, list[int]]  # (conversation, strategy, budgets)
 
 @dataclass(frozen=True)
 class StoreSpec:
-    """How a worker opens the store a job writes to: ``ephemeral`` (in memory, one per worker process) or a
-    PostgreSQL URL and schema (shared by every worker), with an optional embedding-cache file."""
+    """How a worker opens the store a job writes to: ``ephemeral`` (in memory, one per job) or a PostgreSQL URL
+    and schema (shared by every job and worker), with an optional embedding-cache file."""
 
     where: str = "ephemeral"
     namespace: str | None = None
@@ -49,7 +49,6 @@ class StoreSpec:
         if self.where.startswith(("postgresql://", "postgres://")):
             return FactStore.postgres(self.where, embedder, namespace=self.namespace or "memkit")
         raise ConfigError(f"a bench store is 'ephemeral' or a postgresql:// URL, got {self.where!r}")
-
 
     @property
     def shared(self) -> bool:
