@@ -13,6 +13,20 @@ from fake_openai import FakeOpenAI  # noqa: E402
 from memkit.server import ChromaServer  # noqa: E402
 
 
+@pytest.fixture(scope="session", autouse=True)
+def embedding_cache_folder(tmp_path_factory: pytest.TempPathFactory):
+    """Bench runs in the tests keep their embedding cache in a temporary folder, never in the user's home."""
+    import os
+
+    before = os.environ.get("MEMKIT_CACHE_DIR")
+    os.environ["MEMKIT_CACHE_DIR"] = str(tmp_path_factory.mktemp("memkit-cache"))
+    yield
+    if before is None:
+        os.environ.pop("MEMKIT_CACHE_DIR", None)
+    else:
+        os.environ["MEMKIT_CACHE_DIR"] = before
+
+
 @pytest.fixture(scope="session")
 def chroma_server(tmp_path_factory: pytest.TempPathFactory):
     server = ChromaServer(tmp_path_factory.mktemp("chroma-server") / "data").start()
