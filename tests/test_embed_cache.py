@@ -52,7 +52,7 @@ def test_the_key_is_the_embedder_identity_and_the_text(tmp_path):
     a, b = Toy(), Toy()
     cached(a, tmp_path / "e.sqlite3")(["same text"])
     other = CachedEmbedder(OpenAIEmbedder("model-b"), EmbeddingCache(tmp_path / "e.sqlite3"))
-    assert other.cache.get([other.cache.key(other._ident, "same text")], 8) == {}
+    assert other.cache.get([other.cache.key(identity(OpenAIEmbedder("model-b")), "same text")], 8) == {}
     cached(b, tmp_path / "e.sqlite3")(["same text"])
     assert b.seen == []
 
