@@ -20,9 +20,7 @@ import pandas as pd
 from memkit.eval.data import write_suite
 from memkit.eval.data import load
 from memkit.eval.runner import run
-from memkit.embed import shared_embedder
 from memkit.recall import RecallOptions
-from memkit.store import FactStore
 
 VARIANTS: dict[str, tuple[str, dict]] = {
     "rag:bm25": ("rag:bm25", {}),
@@ -63,15 +61,13 @@ VARIANTS: dict[str, tuple[str, dict]] = {
 _PG: list = []
 
 
-def postgres_store() -> FactStore:
-    """A fresh namespace of a PostgreSQL started once from the pgserver wheel."""
-    import uuid
-
+def postgres_url() -> str:
+    """The URL of a PostgreSQL started once from the pgserver wheel (each run gets a fresh schema of it)."""
     import pgserver
 
     if not _PG:
         _PG.append(pgserver.get_server(tempfile.mkdtemp(prefix="memkit-options-pg-"), cleanup_mode="stop"))
-    return FactStore.postgres(_PG[0].get_uri(), shared_embedder(), namespace=f"options_{uuid.uuid4().hex[:8]}")
+    return _PG[0].get_uri()
 
 
 def main() -> None:
@@ -82,6 +78,8 @@ def main() -> None:
     ap.add_argument("--budget", default="400")
     ap.add_argument("--only", action="append", help="variant names to run (default: all)")
     ap.add_argument("--out", default="results/recall-options")
+    ap.add_argument("--jobs", type=int, default=1, help="processes, as memkit bench --jobs")
+    ap.add_argument("--embed-cache", default=None, help="an embedding-cache file, as memkit bench --embed-cache")
     args = ap.parse_args()
     if args.seed == 0:
         raise SystemExit("seed 0 is the reported suite: choose options on another seed")
@@ -93,10 +91,9 @@ def main() -> None:
         if args.only and label not in args.only:
             continue
         options = dict(options)
-        store = postgres_store() if options.pop("store", False) else None
-        _, summary, _ = run(convs, [strategy], budget=budgets, per_turn_tokens=False, store=store, **options)
-        if store is not None:
-            store.close()
+        store = postgres_url() if options.pop("store", False) else None
+        _, summary, _ = run(convs, [strategy], budget=budgets, per_turn_tokens=False, store=store, jobs=args.jobs,
+                            embed_cache=args.embed_cache, **options)
         for _, r in summary[summary["type"] == "all"].iterrows():
             rows.append({"variant": label, "budget": r["budget"], "evidence_recall": r["evidence_recall"],
                          "answer_in_context": r["answer_in_context"], "context_tokens": r["context_tokens"],

@@ -162,3 +162,63 @@ def test_a_chroma_only_question_on_postgres_is_a_named_error(postgres_url, embed
             store.collection_name("u")
     finally:
         store.close()
+
+
+def test_postgres_ranks_words_as_tantivy_does(postgres_url, embedder):
+    """The same terms (stems, no stopwords dropped, long words out, CJK per character) and the same BM25."""
+    from test_episodes import ep
+
+    texts = ["I'm running the well-known marathon in 2023 at 3pm.", "The runners ran; a marathon runs long.",
+             "We were at the café, naïve as ever, and it was the best of the evenings.",
+             "Dinosaurs at the museum: the kids loved the T-rex and the planetarium.",
+             "我喜欢喝绿茶。 Green tea every morning.", "x" * 50 + " and a very long word nobody says",
+             "She said she is running late for the museum again, as she was in 2023.",
+             "A long answer about training for a marathon. " + "Keep the easy runs easy and sleep well. " * 9,
+             "Museum notes: " + " ".join(f"room {i} holds item {i * 7}" for i in range(40))]
+    stores = {"tantivy": FactStore.ephemeral(embedder),
+              "postgres": FactStore.postgres(postgres_url, embedder, namespace=f"words{os.getpid()}")}
+    for store in stores.values():
+        for i, text in enumerate(texts):
+            store.add_episode("u", ep("u", text, turn=f"s1:{i}"))
+        store.upsert("u", [fact("u", "User runs a marathon every spring.", "marathon"), fact("u", "User drinks green tea.", "tea")])
+    try:
+        for query in ("Who was running a marathon?", "the museum's planetarium", "绿茶", "café in 2023",
+                      "was she late, as she was?"):
+            for part in ("episodes", "facts"):  # the statistics span both parts, as one tantivy index's do
+                ranked = {name: store.lexical("u", part, query, 10) for name, store in stores.items()}
+                assert [i for i, _ in ranked["postgres"]] == [i for i, _ in ranked["tantivy"]], (query, ranked)
+                assert [round(s, 3) for _, s in ranked["postgres"]] == [round(s, 3) for _, s in ranked["tantivy"]], query
+    finally:
+        for store in stores.values():
+            store.close()
+
+
+def test_the_length_postgres_scores_with_is_the_length_tantivy_scores_with():
+    import json
+
+    import tantivy
+
+    from memkit.store.lexicon import scored_length
+
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("body", stored=False, tokenizer_name="en_stem")
+    builder.add_integer_field("n", stored=True)
+    index = tantivy.Index(builder.build())
+    writer = index.writer(15_000_000, 1)
+    lengths = list(range(1, 200)) + list(range(200, 5000, 37))
+    for n in lengths:
+        writer.add_document(tantivy.Document(body="zebra " + "word " * (n - 1), n=n))
+    writer.commit()
+    index.reload()
+    searcher = index.searcher()
+    query = index.parse_query("zebra", ["body"])
+
+    def dl(node):
+        if node.get("description") == "dl, length of field":
+            return node["value"]
+        return next((d for d in map(dl, node.get("details", [])) if d is not None), None)
+
+    kept = {searcher.doc(a)["n"][0]: dl(json.loads(query.explain(searcher, a).to_json()))
+            for _, a in searcher.search(query, len(lengths)).hits}
+    assert len(kept) == len(lengths) and any(kept[n] != n for n in kept)  # lossy above 24 terms
+    assert {n: scored_length(n) for n in kept} == kept

@@ -44,6 +44,28 @@ def lexical_text(text: str) -> str:
     return _CJK.sub(r" \1 ", text)
 
 
+# tantivy's ``en_stem`` tokenizer, built the same way: words of letters and digits, at most 40 characters,
+# lowercased, Snowball English stems. A backend that scores in its own tables (PostgreSQL) indexes these
+# terms, so both lexical indexes see the same words.
+ANALYZER = (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple()).filter(tantivy.Filter.remove_long(40))
+            .filter(tantivy.Filter.lowercase()).filter(tantivy.Filter.stemmer("english")).build())
+
+
+def stems(text: str) -> list[str]:
+    """The terms ``en_stem`` indexes for ``text``, in order, repeats kept (CJK per character)."""
+    return ANALYZER.analyze(lexical_text(text))
+
+
+def scored_length(n: int) -> int:
+    """The length BM25 scores a document of ``n`` terms with in tantivy: one byte per document, on Lucene's
+    log scale (``SmallFloat.intToByte4``: exact below 24, then 4 significant bits, rounded down)."""
+    if n < 24:
+        return n
+    m = n - 24
+    shift = max(m.bit_length() - 4, 0)
+    return 24 + ((m >> shift) << shift)
+
+
 def query_terms(query: str) -> list[str]:
     """The words of ``query`` worth matching: lowercased, CJK per character, stopwords out, each once."""
     words = [w.lower() for w in WORD.findall(lexical_text(query))]
@@ -147,7 +169,9 @@ class LexicalIndex:
         words = index.parse_query(" ".join(terms), ["body"])  # the field's tokenizer stems them as it did the items
         scope = _owner(part, owner)
         index.reload()  # another process's last commit too, not only after tantivy's own delay (15 µs)
-        only = tantivy.Query.term_query(self._schema, "owner", scope)
+        # the owner is a filter, not a match: scored, it would add its own idf, which depends on how many items
+        # of the index are this owner's, to every hit
+        only = tantivy.Query.const_score_query(tantivy.Query.term_query(self._schema, "owner", scope), 0.0)
         searcher = index.searcher()
         hits = searcher.search(tantivy.Query.boolean_query(
             [(tantivy.Occur.Must, only), (tantivy.Occur.Must, words)]), k + TIES).hits

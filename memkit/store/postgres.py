@@ -17,7 +17,10 @@ from typing import Any, Iterable, Sequence
 
 from .. import embed as _embed
 from ..errors import DimensionMismatch
-from .lexicon import WORD, lexical_text, query_terms
+from collections import Counter
+
+from .base import PARTS
+from .lexicon import query_terms, scored_length, stems
 from .sql import Database
 
 VECTOR_STEPS = (
@@ -38,6 +41,11 @@ CREATE TABLE postings (owner TEXT NOT NULL, part TEXT NOT NULL, term TEXT NOT NU
 CREATE TABLE doclen (owner TEXT NOT NULL, part TEXT NOT NULL, id TEXT NOT NULL, len INTEGER NOT NULL,
   PRIMARY KEY (owner, part, id));
 CREATE TABLE text_filled (filled INTEGER NOT NULL)""",
+    # the terms of tantivy's en_stem (lexicon.stems) in place of to_tsvector's: the same words as the default
+    # backend's index (README, "PostgreSQL backend"); filled again from the records at open
+    """DELETE FROM postings;
+DELETE FROM doclen;
+DELETE FROM text_filled""",
 )
 K1, B = 1.2, 0.75  # BM25's constants, as tantivy (and Lucene) use them
 
@@ -96,15 +104,15 @@ class PgVectorIndex:
 
 
 class PgTextIndex:
-    """BM25 over every user's items in PostgreSQL, within one owner's part: terms and counts from
-    ``to_tsvector`` (English stems, stopwords out), document lengths in words, idf and the average length from
-    the owner's own items of that part.
+    """BM25 over every user's items in PostgreSQL, within one owner's part: the terms, counts and lengths of
+    tantivy's ``en_stem`` (``lexicon.stems``, as the default backend indexes them), idf and the average length
+    from all of the owner's items (facts and episodes, as one tantivy index counts them).
 
     PostgreSQL's own ranking (``ts_rank_cd``) is not BM25 and recalled less than tantivy on the dev splits
     (README, "PostgreSQL backend"); this is BM25 written in SQL over a postings table."""
 
-    def __init__(self, db: Database, config: str = "english") -> None:
-        self.db, self.config = db, config
+    def __init__(self, db: Database) -> None:
+        self.db = db
         db.migrate("text", TEXT_STEPS)
 
     @property
@@ -135,13 +143,12 @@ class PgTextIndex:
         run("DELETE FROM doclen WHERE owner = ? AND part = ? AND id = ?", (owner, part, ref))
 
     def _put(self, run: Any, owner: str, part: str, ref: str, text: str) -> None:
-        body = lexical_text(text)
+        terms = stems(text)
         self._remove(run, owner, part, ref)  # writing an item again (a replay) leaves one copy
-        run("INSERT INTO postings (owner, part, term, id, tf) SELECT ?, ?, word, ?, array_length(positions, 1) "
-            "FROM unnest(to_tsvector(?::regconfig, ?)) AS t(word, positions, weights)",
-            (owner, part, ref, self.config, body))
-        run("INSERT INTO doclen (owner, part, id, len) VALUES (?, ?, ?, ?)",
-            (owner, part, ref, max(len(WORD.findall(body)), 1)))
+        counts = Counter(terms)
+        run("INSERT INTO postings (owner, part, term, id, tf) SELECT ?, ?, term, ?, tf "
+            "FROM unnest(?::text[], ?::integer[]) AS t(term, tf)", (owner, part, ref, list(counts), list(counts.values())))
+        run("INSERT INTO doclen (owner, part, id, len) VALUES (?, ?, ?, ?)", (owner, part, ref, max(len(terms), 1)))
 
     def search(self, owner: str, part: str, query: str, k: int) -> list[tuple[str, float]]:
         terms = query_terms(query)
@@ -149,24 +156,24 @@ class PgTextIndex:
             return []
         # four plain reads by key, scored here: one statement joining them all was planned badly once
         # PostgreSQL switched to a generic plan (minutes for one query on the dev split)
-        stems = [w for (w,) in self.db.rows("SELECT DISTINCT word FROM unnest(to_tsvector(?::regconfig, ?)) "
-                                             "AS t(word, positions, weights)", (self.config, " ".join(terms)))]
-        if not stems:
+        words = list(dict.fromkeys(stems(" ".join(terms))))
+        if not words:
             return []
-        n, avgdl = self.db.rows("SELECT count(*), avg(len) FROM doclen WHERE owner = ? AND part = ?", (owner, part))[0]
+        # the statistics span the owner's parts, as tantivy's span its one index (README, "PostgreSQL backend")
+        n, avgdl = self.db.rows("SELECT count(*), avg(len) FROM doclen WHERE owner = ?", (owner,))[0]
         if not n:
             return []
+        df = dict(self.db.rows("SELECT term, count(*) FROM postings WHERE owner = ? AND part = ANY(?) AND term = ANY(?) "
+                               "GROUP BY term", (owner, list(PARTS), words)))
         rows = self.db.rows("SELECT p.term, p.id, p.tf, d.len FROM postings p JOIN doclen d ON d.owner = p.owner "
                             "AND d.part = p.part AND d.id = p.id WHERE p.owner = ? AND p.part = ? AND p.term = ANY(?)",
-                            (owner, part, stems))
-        df: dict[str, int] = {}
-        for term, _, _, _ in rows:
-            df[term] = df.get(term, 0) + 1
+                            (owner, part, words))
         avgdl = float(avgdl)
         scores: dict[str, float] = {}
         for term, item_id, tf, length in rows:
             idf = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5))
-            scores[item_id] = scores.get(item_id, 0.0) + idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avgdl))
+            norm = K1 * (1 - B + B * scored_length(length) / avgdl)  # the length as tantivy keeps it, the mean exact
+            scores[item_id] = scores.get(item_id, 0.0) + idf * tf * (K1 + 1) / (tf + norm)
         # ties go to the earlier id, as in tantivy
         return sorted(scores.items(), key=lambda hit: (-hit[1], len(hit[0]), hit[0]))[:k]
 
