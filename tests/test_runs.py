@@ -141,3 +141,23 @@ def test_a_run_killed_by_sigkill_resumes_to_the_uninterrupted_results(tmp_path):
     assert resumed.returncode == 0, err
     assert {f: f.stat().st_mtime_ns for f in done} == done
     same(pd.read_csv(tmp_path / "whole" / "results.csv"), pd.read_csv(tmp_path / "killed" / "results.csv"))
+
+
+
+def test_a_conversations_rows_do_not_depend_on_what_the_process_ran_before():
+    from memkit.eval.runner import run_conversation, scoped
+
+    convs = {c.id: c for c in load(ROOT / "data" / "chats.jsonl")}
+
+    def rows(cid):
+        store = FactStore.ephemeral(shared_embedder())
+        try:
+            found, _ = run_conversation(scoped(convs[cid], "rag:dense"), "rag:dense", [100, 400], 5, store,
+                                        per_turn_tokens=False)
+        finally:
+            store.close()
+        return [{k: v for k, v in r.items() if k != "read_ms"} for r in found]
+
+    first = rows("chat05")
+    rows("chat04")  # another conversation's store writes to the process's Chroma in between
+    assert rows("chat05") == first

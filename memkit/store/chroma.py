@@ -32,10 +32,13 @@ from ..errors import DimensionMismatch, IsolationError, MemkitError, StoreLocked
 MAX_USERS = 64
 # cosine distance; and an index written to disk after every batch of 2 changes instead of Chroma's 1000, so a
 # small user's index is on disk when the LRU above evicts it (Chroma cannot reload an index it never wrote).
-# One build thread and a search breadth of 200 (Chroma's is 100): at 100, four runs of one conversation gave
-# three different dense rankings (the graph depends on the order Chroma applies its log); at 200 all four
-# agreed, so a run is reproducible (docs/architecture.md §9). A collection keeps the settings it was made with.
-HNSW = {"space": "cosine", "sync_threshold": 2, "batch_size": 2, "num_threads": 1, "ef_search": 200}
+# One build thread, and a search breadth of 1,000 (Chroma's is 100): the graph depends on the order in which
+# Chroma applies its log, which moves with what else the process wrote before, so at 100 or 200 one
+# conversation's dense ranking changed with the conversations run before it; a search that visits every
+# item of a user below 1,000 is exact, whatever the graph (docs/architecture.md §9). A collection keeps the
+# settings it was made with.
+EF_SEARCH = 1000
+HNSW = {"space": "cosine", "sync_threshold": 2, "batch_size": 2, "num_threads": 1, "ef_search": EF_SEARCH}
 # The two parts of a user's collection: the tag that prefixes an item's Chroma id and is its metadata "part"
 TAGS = {"facts": "f", "episodes": "e"}
 PARTS = {tag: part for part, tag in TAGS.items()}
