@@ -253,9 +253,10 @@ class Memory:
         """What to send for ``query`` within ``budget`` tokens, with an account of every item and why.
 
         In priority order: this session's newest turns are reserved (up to ``window_share`` of the budget);
-        then the user's facts (hybrid recall, then the profile block), then past episodes in fused rank
-        (each with its session date and speaker; never one already in this session or the source of a
-        shown fact), then the running summary and the newest turns, then documents in their own share.
+        then the user's profile block; then the recalled facts and past episodes on one ranked list (hybrid
+        recall; each episode with its session date and speaker, never one already in this session or the
+        source of a shown fact); then the running summary and the newest turns; then documents in their own
+        share.
         ``k`` and ``min_score`` override the memory's own for this read (what a widget's sliders pass).
         ``now`` is when the question is asked (default: the session's newest turn, else the clock): a
         relative expression in it ("two weeks ago", "most recently") ranks the turns of that time up
@@ -278,16 +279,13 @@ class Memory:
                                 self.min_score if min_score is None else min_score, self.recall_options,
                                 self.facts, self.episodes, when)
         left = plan.memory
-        facts = assemble.pack_facts(hits, left - plan.reserve, plan.profile)
-        left -= facts.tokens
-        shown_sources = {s for item in facts.items for s in item["source"]}
-        eps = assemble.pack_episodes(
-            episodes, left - plan.reserve,
-            skip=lambda e: e.turn_id in in_session or (not self.episodes_for_facts and e.turn_id in shown_sources),
+        facts, eps = assemble.pack_memory(
+            hits, episodes, left - plan.reserve, plan.profile, skip=lambda e: e.turn_id in in_session,
+            spare_sources=not self.episodes_for_facts,
             neighbours=(lambda e: self.store.neighbours(user_id, e, self.neighbours)) if self.neighbours else None,
             dates=self.episode_dates, truncates=getattr(self.store.embedder, "truncates", None),
             fold_repeats=self.fold_repeats, near_repeats=self.near_repeats, passages_per_turn=self.passages_per_turn)
-        left -= eps.tokens
+        left -= facts.tokens + eps.tokens
         summary_part = assemble.pack_summary(summary, left - plan.newest)
         chosen = assemble.pack_turns(window, left - summary_part.tokens)
         parts = [facts, eps, summary_part, assemble.turns_part(chosen)]

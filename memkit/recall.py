@@ -78,8 +78,9 @@ def recall_facts(store: FactStore, user_id: str, query: str, dense: Sequence[tup
     """The user's current facts for ``query`` by fused rank, with the dense channel's ``(id, similarity)``
     (None: lexical only); dense hits below ``floor`` do not count. The facts are read by id from the
     maintained profile, ``page`` ids at a time (None: all at once)."""
-    rankings, sims = _rankings(store, user_id, "facts", query, dense, options, floor, None)
-    return _fetched(fuse(rankings, options), sims, lambda ids: {f.id: f for f in store.profile(user_id, ids=ids)}, page)
+    scored = _scored(store, user_id, "facts", query, dense, options, floor, None)
+    return _fetched(fuse(_ids(scored), options), dict(dense or ()),
+                    lambda ids: {f.id: f for f in store.profile(user_id, ids=ids)}, page)
 
 
 def recall_episodes(store: FactStore, user_id: str, query: str, dense: Sequence[tuple[str, float]] | None,
@@ -90,11 +91,19 @@ def recall_episodes(store: FactStore, user_id: str, query: str, dense: Sequence[
     fusion: the turns said in its window, or the recalled turns newest or oldest first. The episodes are read
     by id from their records, ``page`` ids at a time (None: all at once). ``session`` is the reader's own
     (``FactStore.lexical``)."""
-    rankings, sims = _rankings(store, user_id, "episodes", query, dense, options, -math.inf, session)
+    scored = _scored_episodes(store, user_id, query, dense, options, session, timeframe)
+    return _fetched(fuse(_ids(scored), options), dict(dense or ()), lambda refs: _episodes(store, user_id, refs), page)
+
+
+def _scored_episodes(store: FactStore, user_id: str, query: str, dense: Sequence[tuple[str, float]] | None,
+                     options: RecallOptions, session: str | None,
+                     timeframe: Timeframe | None) -> dict[str, list[tuple[str, float]]]:
+    """The episodes' channels (``_scored``), and with a ``timeframe`` the time ranking of what they found."""
+    scored = _scored(store, user_id, "episodes", query, dense, options, -math.inf, session)
     if timeframe is not None:
-        rankings["time"] = _by_time(store, user_id, [i for i, _, _ in fuse(rankings, options)], timeframe,
-                                    options.depth, session)
-    return _fetched(fuse(rankings, options), sims, lambda refs: _episodes(store, user_id, refs), page)
+        found = [i for i, _, _ in fuse(_ids(scored), options)]
+        scored["time"] = [(r, 0.0) for r in _by_time(store, user_id, found, timeframe, options.depth, session)]
+    return scored
 
 
 def _episodes(store: FactStore, user_id: str, refs: Sequence[str]) -> dict[str, Episode]:
@@ -120,17 +129,33 @@ def _by_time(store: FactStore, user_id: str, refs: list[str], timeframe: Timefra
     return [best.get(e.id) or episode_items(e)[0][0] for e in inside]
 
 
-def _rankings(store: FactStore, user_id: str, part: str, query: str, dense: Sequence[tuple[str, float]] | None,
-              options: RecallOptions, floor: float, session: str | None) -> tuple[dict[str, list[str]], dict[str, float]]:
-    """Each channel's ranking of one part's ids (dense hits below ``floor`` left out), and the dense similarities."""
-    rankings: dict[str, list[str]] = {}
-    sims: dict[str, float] = {}
+def _ids(scored: dict[str, list[tuple[str, float]]]) -> dict[str, list[str]]:
+    """Each channel's ranking as ids, best first."""
+    return {c: [i for i, _ in hits] for c, hits in scored.items()}
+
+
+def _scored(store: FactStore, user_id: str, part: str, query: str, dense: Sequence[tuple[str, float]] | None,
+            options: RecallOptions, floor: float, session: str | None) -> dict[str, list[tuple[str, float]]]:
+    """Each channel's hits of one part, ``(id, the channel's own score)`` best first (dense below ``floor`` out)."""
+    scored: dict[str, list[tuple[str, float]]] = {}
     if "dense" in options.channels and dense is not None:
-        sims = dict(dense)
-        rankings["dense"] = [i for i, sim in dense if sim >= floor]
+        scored["dense"] = [(i, sim) for i, sim in dense if sim >= floor]
     if "lexical" in options.channels:
-        rankings["lexical"] = [i for i, _ in store.lexical(user_id, part, query, options.depth, session)]
-    return rankings, sims
+        scored["lexical"] = store.lexical(user_id, part, query, options.depth, session)
+    return scored
+
+
+def one_list(facts: dict[str, list[tuple[str, float]]], episodes: dict[str, list[tuple[str, float]]]
+             ) -> dict[str, list[str]]:
+    """Facts and episodes ranked together in each channel by the channel's own score (one dense query's
+    similarities, one index's BM25), as ``"f:<id>"`` and ``"e:<id>"``; on a tie the fact first. A channel only
+    episodes have (the question's time) keeps their order."""
+    joint: dict[str, list[str]] = {}
+    for channel in dict.fromkeys([*facts, *episodes]):
+        both = [(-s, 0, f"f:{i}") for i, s in facts.get(channel, ())] + \
+               [(-s, 1, f"e:{i}") for i, s in episodes.get(channel, ())]
+        joint[channel] = [key for _, _, key in sorted(both, key=lambda x: x[:2])]
+    return joint
 
 
 def _fetched(fused: list[tuple[str, float, dict[str, int]]], sims: dict[str, float],
@@ -149,13 +174,18 @@ def _why(ranks: dict[str, int]) -> str:
 
 
 def fact_hits(store: FactStore, policy: "Policy", user_id: str, query: str, dense: Sequence[tuple[str, float]] | None,
-              k: int, floor: float, profile_tokens: int, options: RecallOptions = RecallOptions()) -> list[Hit]:
-    """The user's facts for ``query``: the top ``k`` by fused rank, resolved by ``policy`` when it resolves
-    conflicts at read time, then the profile block's facts (``why="profile"``), most important first."""
+              k: int, floor: float, profile_tokens: int, options: RecallOptions = RecallOptions(),
+              fused: list[tuple[str, float, dict[str, int]]] | None = None) -> list[Hit]:
+    """The user's facts for ``query``: the top ``k`` by fused rank (``fused``: ranked already, with the
+    episodes), resolved by ``policy`` when it resolves conflicts at read time, then the profile block's facts
+    (``why="profile"``), most important first."""
     resolves = policy.resolves_at_read
     # a policy that resolves at write time has one current fact per key: the first k recalled are the k shown
-    found = recall_facts(store, user_id, query, dense, floor, options,
-                         page=None if resolves else k) if query.strip() else iter(())
+    page = None if resolves else k
+    if fused is not None:
+        found = _fetched(fused, dict(dense or ()), lambda ids: {f.id: f for f in store.profile(user_id, ids=ids)}, page)
+    else:
+        found = recall_facts(store, user_id, query, dense, floor, options, page=page) if query.strip() else iter(())
     recalled = list(found if resolves else islice(found, k))
     # the profile block: the most important current facts, from the maintained profile, as many as the
     # block can hold besides the k shown
@@ -185,8 +215,9 @@ def fact_hits(store: FactStore, policy: "Policy", user_id: str, query: str, dens
 def recall(store: FactStore, policy: "Policy", user_id: str, session_id: str, query: str, plan: BudgetPlan, k: int,
            floor: float, options: RecallOptions = RecallOptions(), facts: bool = True,
            episodes: bool = True, timeframe: Timeframe | None = None) -> tuple[list[Hit], Iterator[Recalled]]:
-    """A read's recall: the facts to show (``fact_hits``) and the episodes in fused rank, read a page at a time
-    as packing takes them; one dense query for both parts, the session's own pending turns left pending."""
+    """A read's recall: the facts to show (``fact_hits``) and the episodes, both with their fused scores on one
+    list, the episodes read a page at a time as packing takes them; one dense query for both parts, the
+    session's own pending turns left pending."""
     if not query.strip():
         return fact_hits(store, policy, user_id, query, None, k, floor, plan.profile, options), iter(())
     vector = store.embed_query(query) if "dense" in options.channels else None
@@ -194,7 +225,14 @@ def recall(store: FactStore, policy: "Policy", user_id: str, session_id: str, qu
     depths = {part: d for part, d, wanted in (("facts", options.depth, facts), ("episodes", deeper.depth, episodes))
               if wanted}
     dense = dense_rankings(store, user_id, vector, depths, options, session_id)
-    shown = fact_hits(store, policy, user_id, query, dense.get("facts"), k, floor, plan.profile, options) if facts else []
-    found = recall_episodes(store, user_id, query, dense.get("episodes"), deeper, page=plan.page,
-                            session=session_id, timeframe=timeframe) if episodes else iter(())
+    # facts and episodes on one list: each item's fused score is its place among both, so the packer takes
+    # them in one order and a fact is shown only where it outranks the episodes (assemble.pack_memory)
+    scored_facts = _scored(store, user_id, "facts", query, dense.get("facts"), options, floor, None) if facts else {}
+    scored = _scored_episodes(store, user_id, query, dense.get("episodes"), deeper, session_id, timeframe) \
+        if episodes else {}
+    fused = fuse(one_list(scored_facts, scored), options)
+    shown = fact_hits(store, policy, user_id, query, dense.get("facts"), k, floor, plan.profile, options,
+                      fused=[(key[2:], s, r) for key, s, r in fused if key[0] == "f"]) if facts else []
+    found = _fetched([(key[2:], s, r) for key, s, r in fused if key[0] == "e"], dict(dense.get("episodes") or ()),
+                     lambda refs: _episodes(store, user_id, refs), plan.page)
     return shown, found

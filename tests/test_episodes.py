@@ -7,6 +7,7 @@ from conftest import open_store
 from memkit import FactStore, Memory, tokens
 from memkit.eval.data import DSession, DTurn, Conversation, Probe
 from memkit.eval.runner import run
+from memkit.assemble import line_cost
 from memkit.recall import RecallOptions, fuse, recall_episodes
 from memkit.types import Episode, Fact
 
@@ -431,3 +432,37 @@ def test_an_excerpt_leaves_out_a_line_the_context_already_shows():
     assert "Pier 9 leaves at 7:49" in part.text  # the rest of the second excerpt is shown
     both = pack_episodes(recalled, 400, skip=lambda e: False, dates=False, fold_repeats=False)
     assert both.text.count(sign_off) == 2
+
+
+def test_on_one_list_a_fact_that_only_names_the_subject_does_not_outrank_the_turn_that_answers(embedder):
+    store = FactStore.ephemeral(embedder)
+    store.upsert("u", [Fact(id=f"f{i}", user_id="u", text=t) for i, t in enumerate(
+        ["Sam's little dog is a bit chubby.", "Sam's legs were jelly after the hike.", "Sam took Luna to the vet."])])
+    store.add_episode("u", ep("u", "Sam here: I started a new job as a nurse at the children's hospital.",
+                              speaker="Sam", turn="s1:1"))
+    for i in range(2, 9):
+        store.add_episode("u", ep("u", f"The weather on day {i} was grey and the ferry ran late.", turn=f"s1:{i}"))
+    ask = "What is Sam's job now?"
+    one = Memory(store=store, profile_tokens=0).context("u", "q1", ask, budget=40)
+    [answer] = [i for i in one.parts[1].items if "nurse" in i["text"]]  # the answer got in first
+    assert all(f["score"] < answer["score"] for f in one.parts[0].items)  # facts only with what it left
+
+
+def test_one_list_takes_facts_and_episodes_in_the_order_of_their_scores_from_one_budget():
+    from memkit.assemble import pack_memory
+    from memkit.types import Hit, Recalled
+
+    def said(n, text):
+        return Recalled(Episode(str(n), "u", "s1", f"s1:{n}", "Ana", "user", text, 1e9 + n), 1.0 / n, {"dense": n})
+
+    hits = [Hit(Fact(id="f1", user_id="u", text="User plays the cello.", source=("s1:9",)), 0.9, 0.6, "lexical #1"),
+            Hit(Fact(id="f2", user_id="u", text="User likes tea.", source=("s1:8",)), 0.5, 0.2, "dense #5"),
+            Hit(Fact(id="p1", user_id="u", text="User's name is Ana."), float("nan"), float("nan"), "profile")]
+    recalled = [said(1, "I play the cello on Tuesdays."), said(2, "The orchestra meets downtown."),
+                said(9, "Cello again.")]
+    facts, eps = pack_memory(hits, recalled, 400, 50, skip=lambda e: False, dates=False)
+    assert [i["id"] for i in facts.items] == ["p1", "f1", "f2"] and "s1:9" not in [i["turn_id"] for i in eps.items]
+    assert [i["rank"] for i in eps.items] == [1, 3]  # a place on the one list: the fact f1 ranks second
+    tight = sum(line_cost(f"- {h.fact.text}") for h in hits[2:]) + line_cost("Ana: I play the cello on Tuesdays.")
+    facts, eps = pack_memory(hits, recalled, tight, 50, skip=lambda e: False, dates=False)
+    assert [i["id"] for i in facts.items] == ["p1"] and [i["turn_id"] for i in eps.items] == ["s1:1"]
