@@ -39,18 +39,17 @@ result_path = ""
 import pandas as pd
 from memkit import Memory, viz
 import random
+from dataclasses import replace
 
 from memkit.eval import builtin_suite
+from memkit.eval.data import feed
 from memkit.eval.scale import synthetic_facts
 from memkit.widgets import RecallExplorer
 pd.set_option("display.max_colwidth", 120)  # whole sentences in tables
 
-conv = builtin_suite("first", conversations=conversation + 1)[conversation]
+conv = replace(builtin_suite("first", conversations=conversation + 1)[conversation], user_id="u")
 memory = Memory(k=k, min_score=floor)   # profile_tokens=150 by default
-for s in conv.sessions:
-    for t in s.turns:
-        memory.observe("u", s.id, t.role, t.content, turn_id=t.id)
-    memory.end_session("u", s.id)
+feed(memory, conv)  # every turn at its session's time, each session ended
 # months of other facts about the user's team, family and tools, written straight to the store
 memory.store.upsert("u", synthetic_facts("u", background_facts, random.Random(0), numbered=False))
 print(len(memory.store.get("u")), "current facts")
