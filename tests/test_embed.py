@@ -56,3 +56,14 @@ def test_persisted_collection_reopens_with_embedder_in_fresh_process(tmp_path, e
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["MiniLMEmbedder", "a"]
+
+
+def test_a_text_gets_the_same_vector_alone_and_in_any_token_bounded_batch(embedder):
+    from memkit.embed import BATCH_TOKENS, MiniLMEmbedder
+
+    words = "the ferry to the island leaves at seven and the museum opens at nine".split()
+    texts = [" ".join(words[j % len(words)] for j in range(n)) for n in (3, 40, 7, 180, 12, 90, 250, 5, 60, 130)]
+    together = MiniLMEmbedder(batch_size=4)(texts * 3)  # a cap of 4 texts and of BATCH_TOKENS both cut batches
+    assert BATCH_TOKENS < 250 * 8
+    for i, text in enumerate(texts * 3):
+        assert np.array_equal(together[i], embedder([text])[0]), text[:30]
