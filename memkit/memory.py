@@ -39,7 +39,8 @@ class Memory:
                  episodes_for_facts: bool = False, window_share: float = 0.3, fold_repeats: bool = True,
                  headers: dict[str, str] | None = None, passage_tokens: int = PASSAGE_TOKENS,
                  near_repeats: float = assemble.NEAR_REPEATS,
-                 passages_per_turn: int = assemble.PASSAGES_PER_TURN) -> None:
+                 passages_per_turn: int = assemble.PASSAGES_PER_TURN,
+                 diversity: float = assemble.DIVERSITY) -> None:
         if policy == "llm":
             policy = registry.as_policy("llm", model=chat_model)  # ConfigError without a model
         validate.positive_int("k", k)
@@ -66,6 +67,7 @@ class Memory:
         # a turn longer than this is indexed as passages, and a read can show the one that answers (0: whole turns)
         self.passage_tokens = validate.count("passage_tokens", passage_tokens)
         self.passages_per_turn = validate.count("passages_per_turn", passages_per_turn)  # (assemble.pack_episodes)
+        self.diversity = validate.share("diversity", diversity)  # maximal marginal relevance (assemble.diversified)
         unknown = set(headers or {}) - set(assemble.HEADERS)
         if unknown:
             raise ConfigError(f"unknown headers {sorted(unknown)}; choose from {sorted(assemble.HEADERS)}")
@@ -281,7 +283,7 @@ class Memory:
         left = plan.memory
         facts, eps = assemble.pack_memory(
             hits, episodes, left - plan.reserve, plan.profile, skip=lambda e: e.turn_id in in_session,
-            spare_sources=not self.episodes_for_facts,
+            spare_sources=not self.episodes_for_facts, diversity=self.diversity,
             neighbours=(lambda e: self.store.neighbours(user_id, e, self.neighbours)) if self.neighbours else None,
             dates=self.episode_dates, truncates=getattr(self.store.embedder, "truncates", None),
             fold_repeats=self.fold_repeats, near_repeats=self.near_repeats, passages_per_turn=self.passages_per_turn)

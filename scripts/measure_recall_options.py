@@ -53,6 +53,11 @@ VARIANTS: dict[str, tuple[str, dict]] = {
     "two-layer, passages 64, any number per turn": ("two-layer:keyed", {"passage_tokens": 64, "passages_per_turn": 0}),
     "two-layer, passages 128, any number per turn": ("two-layer:keyed", {"passage_tokens": 128, "passages_per_turn": 0}),
     "two-layer, passages 192, any number per turn": ("two-layer:keyed", {"passage_tokens": 192, "passages_per_turn": 0}),
+    # maximal marginal relevance over the fused list (assemble.diversified), words alike as the penalty
+    "two-layer, diversity 0.2": ("two-layer:keyed", {"diversity": 0.2}),
+    "two-layer, diversity 0.4": ("two-layer:keyed", {"diversity": 0.4}),
+    "two-layer, diversity 0.6": ("two-layer:keyed", {"diversity": 0.6}),
+    "two-layer, diversity 0.8": ("two-layer:keyed", {"diversity": 0.8}),
     # the whole memory in PostgreSQL (pgvector, and BM25 written in SQL in place of tantivy; the ts_rank_cd
     # variants measured before it are in the README, from this script at commit 5001aac)
     "rag:bm25 on PostgreSQL": ("rag:bm25", {"store": True}),

@@ -466,3 +466,16 @@ def test_one_list_takes_facts_and_episodes_in_the_order_of_their_scores_from_one
     tight = sum(line_cost(f"- {h.fact.text}") for h in hits[2:]) + line_cost("Ana: I play the cello on Tuesdays.")
     facts, eps = pack_memory(hits, recalled, tight, 50, skip=lambda e: False, dates=False)
     assert [i["id"] for i in facts.items] == ["p1"] and [i["turn_id"] for i in eps.items] == ["s1:1"]
+
+
+def test_diversity_lets_a_different_line_past_near_duplicates_and_zero_keeps_the_order():
+    from memkit.assemble import diversified
+    from memkit.types import Recalled
+
+    lines = ["Pretty good, just busy with work stuff.", "Pretty good, just busy with work stuff lately.",
+             "Pretty good, just busy with the work stuff.", "I became a nurse at the clinic last spring."]
+    stream = [Recalled(Episode(str(n), "u", f"s{n}", f"s{n}:1", "Sam", "user", t, 1e9 + n), 1.0 - n / 20, {"dense": n})
+              for n, t in enumerate(lines, 1)]
+    assert [r.item.turn_id for r in diversified(stream, 0.0)] == ["s1:1", "s2:1", "s3:1", "s4:1"]
+    assert [r.item.turn_id for r in diversified(stream, 0.4)] == ["s1:1", "s4:1", "s2:1", "s3:1"]
+    assert [r.item.turn_id for r in diversified(stream, 0.4, window=2)][:2] == ["s1:1", "s2:1"]  # s4 not yet seen

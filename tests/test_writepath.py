@@ -205,6 +205,7 @@ def test_a_failing_summarizer_keeps_turns_in_the_window(fake_llm):
     (lambda m: Memory(store=m.store, passage_tokens=-1), InvalidArgument),
     (lambda m: Memory(store=m.store, passages_per_turn=1.5), InvalidArgument),
     (lambda m: Memory(store=m.store, near_repeats=2), InvalidArgument),
+    (lambda m: Memory(store=m.store, diversity=-0.1), InvalidArgument),
     (lambda m: m.context("u", "s", "two weeks ago?", now="last Tuesday"), InvalidArgument),
 ])
 def test_bad_input_gets_a_named_error_and_changes_nothing(embedder, call, error):
