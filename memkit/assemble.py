@@ -113,7 +113,10 @@ def repeat_key(e: Episode) -> str:
 
 def near(a: set[str], b: set[str]) -> float:
     """How alike two lines' words are (Jaccard: shared words over all words)."""
-    return len(a & b) / len(a | b) if a and b else 0.0
+    if not a or not b:
+        return 0.0
+    shared = len(a & b)
+    return shared / (len(a) + len(b) - shared)
 
 
 def diversified(stream: Iterable[Recalled | Hit], diversity: float, window: int = 10) -> Iterator[Recalled | Hit]:
@@ -124,22 +127,23 @@ def diversified(stream: Iterable[Recalled | Hit], diversity: float, window: int 
     if diversity <= 0:
         yield from it
         return
-    pool: list[tuple[Recalled | Hit, set[str]]] = []
+    pool: list[list[Any]] = []  # [item, its words, its greatest likeness to an item given], kept up to date
     given: list[set[str]] = []
     while True:
         while len(pool) < window:
             nxt = next(it, None)
             if nxt is None:
                 break
-            text = nxt.fact.text if isinstance(nxt, Hit) else nxt.item.content
-            pool.append((nxt, set(line_key(text).split())))
+            words = set(line_key(nxt.fact.text if isinstance(nxt, Hit) else nxt.item.content).split())
+            pool.append([nxt, words, max((near(words, g) for g in given), default=0.0)])
         if not pool:
             return
-        top = max(x.score for x, _ in pool) or 1.0
-        best = max(range(len(pool)), key=lambda i: (1 - diversity) * pool[i][0].score / top
-                   - diversity * max((near(pool[i][1], g) for g in given), default=0.0))
-        item, words = pool.pop(best)
+        top = max(x.score for x, _, _ in pool) or 1.0
+        best = max(range(len(pool)), key=lambda i: (1 - diversity) * pool[i][0].score / top - diversity * pool[i][2])
+        item, words, _ = pool.pop(best)
         given.append(words)
+        for entry in pool:
+            entry[2] = max(entry[2], near(entry[1], words))
         yield item
 
 
