@@ -479,3 +479,22 @@ def test_diversity_lets_a_different_line_past_near_duplicates_and_zero_keeps_the
     assert [r.item.turn_id for r in diversified(stream, 0.0)] == ["s1:1", "s2:1", "s3:1", "s4:1"]
     assert [r.item.turn_id for r in diversified(stream, 0.4)] == ["s1:1", "s4:1", "s2:1", "s3:1"]
     assert [r.item.turn_id for r in diversified(stream, 0.4, window=2)][:2] == ["s1:1", "s2:1"]  # s4 not yet seen
+
+
+def test_diversity_lets_a_different_line_past_near_duplicates_but_not_in_a_raw_turn_baseline(embedder):
+    from memkit.strategies import make
+
+    store = FactStore.ephemeral(embedder)
+    said = ["Pretty good, just busy with work stuff.", "Pretty good, just busy with work stuff lately.",
+            "Pretty good, just busy with the work stuff.", "Work means nights at the clinic for me."]
+    rag = make("rag:bm25", "u", 60, store=store)
+    two = make("two-layer:keyed", "w", 60, store=store, near_repeats=1.0)  # near lines not folded: diversity alone
+    plain = make("two-layer:keyed", "x", 60, store=store, near_repeats=1.0, diversity=0.0)
+    for s in (rag, two, plain):
+        for i, text in enumerate(said):
+            s.observe(f"s{i}", f"s{i}:1", "user", text, 1e9 + i * 86400)
+            s.end_session(f"s{i}")
+    ask = "Pretty good, busy with work stuff at the clinic?"
+    assert rag.memory.diversity == 0.0  # plain retrieval: in the channel's order (diversity changes it, below)
+    assert "s3:1" in [i["turn_id"] for i in two.context("q", ask, 60).parts[1].items]  # past the near-duplicates
+    assert "s3:1" not in [i["turn_id"] for i in plain.context("q", ask, 60).parts[1].items]
