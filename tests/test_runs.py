@@ -17,7 +17,7 @@ from memkit.embed_cache import EmbeddingCache, identity
 from memkit.embed import shared_embedder
 from memkit.errors import ConfigError
 from memkit.eval.data import load
-from memkit.eval.execution import texts_to_embed
+from memkit.eval.execution import execute, texts_to_embed
 from memkit.eval.runner import run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,13 +52,21 @@ def test_jobs_give_the_serial_rows_in_the_serial_order(convs, serial):
 
 
 def test_a_dask_cluster_gives_the_serial_rows(convs, serial):
-    from distributed import LocalCluster
+    from distributed import Client, LocalCluster
 
     (results, _, _), cache = serial
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         r, _, _ = run(convs, STRATEGIES, budget=[200, 600], per_turn_tokens=False, embed_cache=cache,
                       scheduler=cluster.scheduler_address)
+        # the workers' sampling profiler is paused while memkit's jobs run (it cost them ~10% CPU), and
+        # running again once the run is over
+        sampling = lambda: __import__("distributed").get_worker().periodic_callbacks["profile"].is_running()
+        during = [on for _, on in execute(sampling, [(i, ()) for i in range(4)], scheduler=cluster.scheduler_address)]
+        with Client(cluster) as client:
+            after = client.run(lambda dask_worker: dask_worker.periodic_callbacks["profile"].is_running())
     same(results, r)
+    assert during == [False] * 4
+    assert len(after) == 2 and all(after.values())
 
 
 def test_the_cache_holds_what_the_run_embeds_and_a_second_run_adds_nothing(convs, serial):

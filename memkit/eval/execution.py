@@ -266,7 +266,10 @@ def _on_dask(fn: Callable[..., Any], calls: Sequence[tuple[int, tuple]], schedul
         from distributed import Client, as_completed
     except ImportError:
         raise ConfigError("--scheduler runs on Dask: pip install 'memkit[distributed]'") from None
+    from .dask_worker import BenchWorker
+
     with Client(scheduler) as client:  # distributed.as_completed finds its client as the default one
+        client.register_plugin(BenchWorker())
         futures = {client.submit(fn, *args, key=f"memkit-{time.time_ns()}-{i}", pure=False): i for i, args in calls}
         try:
             for f in as_completed(futures):
@@ -275,6 +278,7 @@ def _on_dask(fn: Callable[..., Any], calls: Sequence[tuple[int, tuple]], schedul
             client.cancel(list(futures))
             if spec is not None:
                 client.run(close_stores, spec)
+            client.unregister_worker_plugin(BenchWorker.name)
 
 
 def dask_threads(scheduler: str) -> dict[str, int]:
