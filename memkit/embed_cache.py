@@ -17,14 +17,18 @@ import sqlite3
 import threading
 import time
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
 from .errors import CacheUnavailable
 
 MAX_ITEMS = 500_000  # about 0.8 GB of 384-d vectors
+# A hit refreshes its row's use time only when the last refresh is older than this: eviction is least recently
+# used to the hour, and a warm run reads the file without writing to it (each refresh was a write before).
+REFRESH_S = 3600.0
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vector BLOB NOT NULL, used REAL NOT NULL) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS vectors_used ON vectors (used);
@@ -45,14 +49,30 @@ def identity(embedder: Any) -> str:
                        getattr(embedder, "max_tokens", None), config], sort_keys=True)
 
 
+@contextmanager
+def _transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction (the connection is in autocommit mode), rolled back if it fails."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        db.execute("COMMIT")
+    except BaseException:
+        try:
+            db.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+        raise
+
+
 class EmbeddingCache:
     """Vectors by ``(embedder identity, text)`` in a SQLite file shared by every process that opens it."""
 
-    def __init__(self, path: str | Path | None = None, max_items: int = MAX_ITEMS) -> None:
+    def __init__(self, path: str | Path | None = None, max_items: int = MAX_ITEMS, refresh_s: float = REFRESH_S) -> None:
         if max_items <= 0:
             raise ValueError(f"max_items must be positive, got {max_items}")
         self.path = Path(path) if path is not None else default_path()
         self.max_items = max_items
+        self.refresh_s = refresh_s
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
         self._pid = 0
@@ -61,10 +81,10 @@ class EmbeddingCache:
         self.hits = self.misses = 0
 
     def __getstate__(self) -> dict[str, Any]:  # a worker process opens its own connection
-        return {"path": self.path, "max_items": self.max_items}
+        return {"path": self.path, "max_items": self.max_items, "refresh_s": self.refresh_s}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["path"], state["max_items"])  # type: ignore[misc]
+        self.__init__(state["path"], state["max_items"], state["refresh_s"])  # type: ignore[misc]
 
     def _conn(self) -> sqlite3.Connection | None:
         if self._failed:
@@ -94,24 +114,29 @@ class EmbeddingCache:
         return hashlib.sha256(f"{ident}\x00{text}".encode("utf-8", "surrogatepass")).digest()
 
     def get(self, keys: Sequence[bytes], dimension: int) -> dict[bytes, np.ndarray]:
-        """The cached vectors among ``keys`` (their use time is refreshed)."""
+        """The cached vectors among ``keys``; the use time of those last refreshed over ``refresh_s`` ago is
+        refreshed, in one transaction."""
         with self._lock:
             db = self._conn()
             if db is None or not keys:
                 return {}
             found: dict[bytes, np.ndarray] = {}
+            now = time.time()
+            stale: list[bytes] = []
             try:
                 for start in range(0, len(keys), 500):
                     chunk = list(keys[start:start + 500])
-                    rows = db.execute(f"SELECT key, vector FROM vectors WHERE key IN ({','.join('?' * len(chunk))})",
-                                      chunk).fetchall()
-                    for k, blob in rows:
+                    rows = db.execute("SELECT key, vector, used FROM vectors "
+                                      f"WHERE key IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+                    for k, blob, used in rows:
                         vec = np.frombuffer(blob, dtype=np.float32)
                         if vec.shape == (dimension,):
                             found[bytes(k)] = vec
-                if found:
-                    now = time.time()
-                    db.executemany("UPDATE vectors SET used = ? WHERE key = ?", [(now, k) for k in found])
+                            if used < now - self.refresh_s:
+                                stale.append(bytes(k))
+                if stale:
+                    with _transaction(db):
+                        db.executemany("UPDATE vectors SET used = ? WHERE key = ?", [(now, k) for k in stale])
             except sqlite3.Error as e:
                 self._give_up(e)
                 return {}
@@ -127,22 +152,17 @@ class EmbeddingCache:
                 return
             now = time.time()
             try:
-                db.execute("BEGIN IMMEDIATE")
-                db.executemany("INSERT OR IGNORE INTO vectors (key, vector, used) VALUES (?, ?, ?)",
-                               [(k, np.asarray(v, dtype=np.float32).tobytes(), now) for k, v in items.items()])
-                self._since_trim += len(items)
-                if self._since_trim >= max(1, min(1000, self.max_items // 10)):
-                    self._since_trim = 0
-                    over = db.execute("SELECT count(*) FROM vectors").fetchone()[0] - self.max_items
-                    if over > 0:  # the least recently used go first
-                        db.execute("DELETE FROM vectors WHERE key IN (SELECT key FROM vectors ORDER BY used LIMIT ?)",
-                                   (over,))
-                db.execute("COMMIT")
+                with _transaction(db):
+                    db.executemany("INSERT OR IGNORE INTO vectors (key, vector, used) VALUES (?, ?, ?)",
+                                   [(k, np.asarray(v, dtype=np.float32).tobytes(), now) for k, v in items.items()])
+                    self._since_trim += len(items)
+                    if self._since_trim >= max(1, min(1000, self.max_items // 10)):
+                        self._since_trim = 0
+                        over = db.execute("SELECT count(*) FROM vectors").fetchone()[0] - self.max_items
+                        if over > 0:  # the least recently used go first
+                            db.execute("DELETE FROM vectors WHERE key IN "
+                                       "(SELECT key FROM vectors ORDER BY used LIMIT ?)", (over,))
             except sqlite3.Error as e:
-                try:
-                    db.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass
                 self._give_up(e)
 
     def __len__(self) -> int:

@@ -79,7 +79,7 @@ def test_processes_share_one_file_and_concurrent_writers_lose_nothing(tmp_path):
 
 
 def test_the_cache_is_bounded_and_keeps_the_recently_used(tmp_path):
-    c = cached(Toy(), tmp_path / "e.sqlite3", max_items=1000)
+    c = CachedEmbedder(Toy(), EmbeddingCache(tmp_path / "e.sqlite3", max_items=1000, refresh_s=0))
     c([f"old {i}" for i in range(1000)])
     c([f"old {i}" for i in range(10)])  # used again: the newest use
     c([f"new {i}" for i in range(990)])
@@ -89,6 +89,26 @@ def test_the_cache_is_bounded_and_keeps_the_recently_used(tmp_path):
     assert toy.seen == []
     with pytest.raises(ValueError):
         EmbeddingCache(tmp_path / "x.sqlite3", max_items=0)
+
+
+def test_a_hit_refreshes_its_use_time_at_most_once_a_period(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "e.sqlite3"
+    cached(Toy(), path)(["a", "b"])
+
+    def used() -> list[float]:
+        with sqlite3.connect(path) as db:
+            return [u for (u,) in db.execute("SELECT used FROM vectors ORDER BY key")]
+
+    first = used()
+    hourly = cached(Toy(), path)  # the default: refreshed when last used over an hour ago
+    hourly(["a", "b"])
+    assert used() == first  # a warm read wrote nothing
+    always = CachedEmbedder(Toy(), EmbeddingCache(path, refresh_s=0))
+    always(["a"])
+    after = used()
+    assert sorted(after)[-1] > max(first) and min(after) == min(first)  # only "a" was refreshed
 
 
 def test_delete_the_cache_and_nothing_breaks(tmp_path):
