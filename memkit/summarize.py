@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Protocol, Sequence, runtime_checkable
 
 from . import tokens
@@ -37,22 +38,24 @@ class Summarizer(Protocol):
     def fold(self, previous: Summary, turns: Sequence[Turn], budget: int) -> Summary: ...
 
 
+_RULES = RuleExtractor()
+
+
+@lru_cache(maxsize=2048)
+def score(sentence: str) -> float:
+    """What a sentence carries: 2 if the rule extractor reads a statement in it, plus 1 per signal word.
+    Remembered, since a line the summary keeps is scored again at every later fold."""
+    return (2.0 if _RULES.extract(sentence) else 0.0) + len(SIGNALS.findall(sentence))
+
+
 class ExtractiveSummarizer:
     """Offline: keeps the sentences that carry facts, decisions and constraints, newest first when over budget."""
 
-    def __init__(self) -> None:
-        self._rules = RuleExtractor()
-
-    def score(self, sentence: str) -> float:
-        s = 0.0
-        if self._rules.extract(sentence):
-            s += 2.0
-        s += 1.0 * len(SIGNALS.findall(sentence))
-        return s
+    score = staticmethod(score)
 
     def fold(self, previous: Summary, turns: Sequence[Turn], budget: int) -> Summary:
-        """Linear in the input: each sentence is costed and scored once; the best lines that fit are kept
-        (newest first among equals), in the order they were said."""
+        """Linear in the input: each line is costed once per fold, and scored once while ``score`` remembers it;
+        the best lines that fit are kept (newest first among equals), in the order they were said."""
         lines = [line for line in previous.text.split("\n") if line.strip()]
         seen = set(lines)
         for t in turns:
