@@ -17,8 +17,10 @@ OPS = ("ADD", "UPDATE", "DELETE", "NOOP")
 
 def normalise(text: str) -> str:
     """Lowercase, no accents or punctuation, single spaces (answer matching in the DPR style)."""
-    text = unicodedata.normalize("NFKD", text.lower())
-    text = "".join(c for c in text if not unicodedata.combining(c))
+    text = text.lower()
+    if not text.isascii():  # ASCII has no accents to strip (NFKD leaves it as it is)
+        text = unicodedata.normalize("NFKD", text)
+        text = "".join(c for c in text if not unicodedata.combining(c))
     return " ".join(re.sub(r"[^\w\s]", " ", text).split())
 
 

@@ -74,26 +74,29 @@ def compare(results: pd.DataFrame, strategies: Sequence[str], resamples: int = R
     for budget in sorted(results["budget"].unique()):
         at_budget = results[results["budget"] == budget]
         present = [s for s in strategies if s in set(at_budget["strategy"])]
-        for (a, b), ptype, metric in ((pair, t, m) for pair in combinations(present, 2)
-                                      for t in ["all"] + sorted(at_budget["type"].unique()) for m in METRICS):
-            scope = at_budget if ptype == "all" else at_budget[at_budget["type"] == ptype]
-            row = _paired(scope, a, b, metric, resamples, seed)
+        types = ["all"] + sorted(at_budget["type"].unique())
+        # one table per probe type and metric, a column per strategy, shared by every pair
+        wide = {(t, m): (at_budget if t == "all" else at_budget[at_budget["type"] == t]).pivot_table(
+                    index=["conversation", "probe"], columns="strategy", values=m, aggfunc="first")
+                for t in types for m in METRICS}
+        for (a, b), ptype, metric in ((pair, t, m) for pair in combinations(present, 2) for t in types for m in METRICS):
+            row = _paired(wide[ptype, metric], a, b, resamples, seed)
             if row is not None:
                 rows.append({"budget": budget, "type": ptype, "metric": metric, "strategy_a": a, "strategy_b": b, **row})
     return pd.DataFrame(rows, columns=["budget", "type", "metric", "strategy_a", "strategy_b", "mean_a", "mean_b",
                                        "difference", "ci_low", "ci_high", "p_value", "units", "probes", "verdict"])
 
 
-def _paired(scope: pd.DataFrame, a: str, b: str, metric: str, resamples: int, seed: int) -> dict | None:
-    wide = scope.pivot_table(index=["conversation", "probe"], columns="strategy", values=metric, aggfunc="first")
+def _paired(wide: pd.DataFrame, a: str, b: str, resamples: int, seed: int) -> dict | None:
     if a not in wide or b not in wide:
         return None
-    wide = wide[[a, b]].dropna().reset_index()
-    if wide.empty:
+    both = wide[[a, b]].dropna()
+    if both.empty:
         return None
-    unit = "conversation" if wide["conversation"].nunique() > 1 else "probe"
-    per = wide.groupby(unit, sort=True).agg(sa=(a, "sum"), sb=(b, "sum"), n=(a, "count"))
-    sa, sb, n = (per[c].to_numpy(float) for c in ("sa", "sb", "n"))
+    unit = "conversation" if both.index.get_level_values("conversation").nunique() > 1 else "probe"
+    per = both.groupby(level=unit, sort=True)
+    sums = per.sum()
+    sa, sb, n = sums[a].to_numpy(float), sums[b].to_numpy(float), per.size().to_numpy(float)
     d = sa - sb
     observed = d.sum() / n.sum()
     idx = _draws(len(d), resamples, seed)
