@@ -144,6 +144,23 @@ class EmbeddingCache:
             self.misses += len(keys) - len(found)
             return found
 
+    def holds(self, keys: Sequence[bytes]) -> set[bytes]:
+        """Which of ``keys`` have a vector (reading keys only, refreshing nothing)."""
+        with self._lock:
+            db = self._conn()
+            if db is None:
+                return set()
+            held: set[bytes] = set()
+            try:
+                for start in range(0, len(keys), 500):
+                    chunk = list(keys[start:start + 500])
+                    held.update(bytes(k) for (k,) in db.execute(
+                        f"SELECT key FROM vectors WHERE key IN ({','.join('?' * len(chunk))})", chunk))
+            except sqlite3.Error as e:
+                self._give_up(e)
+                return set()
+            return held
+
     def put(self, items: dict[bytes, np.ndarray]) -> None:
         """Store vectors (a key another process stored first keeps its row: the vectors are the same)."""
         with self._lock:
@@ -209,6 +226,12 @@ class CachedEmbedder:
             self.cache.put(fresh)
             found.update(fresh)
         return [found[k] for k in keys]
+
+    def missing(self, texts: Sequence[str]) -> list[str]:
+        """The texts among ``texts`` the cache has no vector for, in their order."""
+        keys = [self.cache.key(self._ident, t) for t in texts]
+        held = self.cache.holds(keys)
+        return [t for t, k in zip(texts, keys) if k not in held]
 
     def truncates(self, text: str) -> bool:
         return bool(getattr(self.inner, "truncates", lambda _: False)(text))

@@ -111,6 +111,15 @@ def test_a_hit_refreshes_its_use_time_at_most_once_a_period(tmp_path):
     assert sorted(after)[-1] > max(first) and min(after) == min(first)  # only "a" was refreshed
 
 
+def test_missing_names_the_texts_without_a_vector_and_embeds_nothing(tmp_path):
+    toy = Toy()
+    c = CachedEmbedder(toy, EmbeddingCache(tmp_path / "e.sqlite3"))
+    c(["a", "b"])
+    seen = list(toy.seen)
+    assert c.missing(["x", "a", "y", "b", "x"]) == ["x", "y", "x"]
+    assert toy.seen == seen
+
+
 def test_delete_the_cache_and_nothing_breaks(tmp_path):
     path = tmp_path / "cache" / "e.sqlite3"
     toy = Toy()

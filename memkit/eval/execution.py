@@ -16,7 +16,7 @@ import json
 import os
 import pickle
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
@@ -193,27 +193,34 @@ def run_jobs(todo: Sequence[Job], where: Any, kwargs: dict[str, Any], jobs: int 
     done: dict[int, Any] = dict(parts.done) if parts else {}
     pending = [i for i in range(len(todo)) if i not in done]
     if spec is not None and spec.embed_cache and not scheduler and pending:
-        texts = texts_to_embed([todo[i] for i in pending], passage_tokens)
-        n = jobs * 8
-        shards = [texts[i::n] for i in range(n)]  # interleaved, so each shard has long and short texts
-        for _ in _bar(execute(warm_job, [(i, (spec, shard, threads)) for i, shard in enumerate(shards)], jobs),
-                      len(shards), "embed", "shard", progress):
+        from ..embed import shared_embedder
+        from ..embed_cache import cached
+
+        # what the cache lacks (a warm run starts no warm-up workers)
+        texts = cached(shared_embedder(), spec.embed_cache).missing(texts_to_embed([todo[i] for i in pending], passage_tokens))
+    else:
+        texts = []
+    n = min(jobs * 8, len(texts))
+    shards = [texts[i::n] for i in range(n)]  # interleaved, so each shard has long and short texts
+    with processes(jobs if not scheduler and pending else 1) as pool:  # one pool for the warm-up and the jobs
+        for _ in _bar(execute(warm_job, [(i, (spec, shard, threads)) for i, shard in enumerate(shards)], jobs,
+                              pool=pool), len(shards), "embed", "shard", progress):
             pass
-    bar = _bar(None, len(todo), "bench", "job", progress, initial=len(todo) - len(pending))
-    started, turns, workers = time.perf_counter(), 0, {}
-    for i, (result, worker) in execute(fn, [(i, (spec, todo[i], kwargs, threads)) for i in pending], jobs,
-                                       scheduler, spec):
-        done[i] = result
-        if parts:
-            parts.write(i, todo[i], result)
-        if bar is not None:
-            turns += result[1][0]["turns"]
-            workers[worker] = workers.get(worker, 0) + 1
-            postfix = {"turns/s": f"{turns / (time.perf_counter() - started):.1f}"}
-            if spread:
-                postfix["per worker"] = " ".join(f"{w}:{n}" for w, n in sorted(workers.items()))
-            bar.set_postfix(postfix, refresh=False)
-            bar.update(1)
+        bar = _bar(None, len(todo), "bench", "job", progress, initial=len(todo) - len(pending))
+        started, turns, workers = time.perf_counter(), 0, {}
+        for i, (result, worker) in execute(fn, [(i, (spec, todo[i], kwargs, threads)) for i in pending], jobs,
+                                           scheduler, spec, pool):
+            done[i] = result
+            if parts:
+                parts.write(i, todo[i], result)
+            if bar is not None:
+                turns += result[1][0]["turns"]
+                workers[worker] = workers.get(worker, 0) + 1
+                postfix = {"turns/s": f"{turns / (time.perf_counter() - started):.1f}"}
+                if spread:
+                    postfix["per worker"] = " ".join(f"{w}:{n}" for w, n in sorted(workers.items()))
+                bar.set_postfix(postfix, refresh=False)
+                bar.update(1)
     if bar is not None:
         bar.close()
     return [done[i] for i in range(len(todo))]
@@ -236,18 +243,32 @@ def _bar(items: Any, total: int, desc: str, unit: str, progress: bool, initial: 
     return tqdm(items, total=total, desc=desc, unit=unit, initial=initial)
 
 
+@contextmanager
+def processes(jobs: int) -> Iterator[Any]:
+    """``jobs`` spawned worker processes (a ``ProcessPoolExecutor``) that end with the block; None for 1."""
+    if jobs <= 1:
+        yield None
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        yield pool
+
+
 def execute(fn: Callable[..., Any], calls: Sequence[tuple[int, tuple]], jobs: int = 1,
-            scheduler: str | None = None, spec: StoreSpec | None = None) -> Iterator[tuple[int, Any]]:
+            scheduler: str | None = None, spec: StoreSpec | None = None, pool: Any = None) -> Iterator[tuple[int, Any]]:
     """Run ``fn(*args)`` for each ``(index, args)``; yield ``(index, result)`` as each finishes: here, in
-    ``jobs`` spawned processes (which end with the run), or on the Dask cluster at ``scheduler`` (whose
-    workers then close their store for ``spec``)."""
+    ``jobs`` spawned processes (``pool``'s, or new ones that end with the calls), or on the Dask cluster at
+    ``scheduler`` (whose workers then close their store for ``spec``)."""
     if scheduler:
         yield from _on_dask(fn, calls, scheduler, spec)
     elif jobs > 1:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
+        from concurrent.futures import as_completed
 
-        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        with ExitStack() as stack:
+            if pool is None:
+                pool = stack.enter_context(processes(jobs))
             futures = {pool.submit(fn, *args): i for i, args in calls}
             for f in as_completed(futures):
                 yield futures[f], f.result()
@@ -294,4 +315,4 @@ def dask_threads(scheduler: str) -> dict[str, int]:
     return {host: max(1, counts[0] // len(counts)) for host, counts in per_host.items()}
 
 
-__all__ = ["Job", "Parts", "StoreSpec", "close_stores", "dask_threads", "execute", "run_conversation_on", "run_job", "run_jobs", "texts_to_embed", "warm_job"]
+__all__ = ["Job", "Parts", "StoreSpec", "close_stores", "dask_threads", "execute", "processes", "run_conversation_on", "run_job", "run_jobs", "texts_to_embed", "warm_job"]
