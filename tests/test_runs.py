@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from memkit import FactStore
-from memkit.embed_cache import EmbeddingCache, identity
+from memkit.embed_cache import EmbeddingCache, cached, identity
 from memkit.embed import shared_embedder
 from memkit.errors import ConfigError
 from memkit.eval.data import load
@@ -51,10 +51,11 @@ def test_jobs_give_the_serial_rows_in_the_serial_order(convs, serial):
     pd.testing.assert_frame_equal(summary[shown], s2[shown])
 
 
-def test_a_dask_cluster_gives_the_serial_rows(convs, serial):
+def test_a_dask_cluster_gives_the_serial_rows(convs, serial, tmp_path):
     from distributed import Client, LocalCluster
 
-    (results, _, _), cache = serial
+    (results, _, _), _ = serial
+    cache = tmp_path / "cold.sqlite3"  # a cold cache: a cluster on one host warms it first, as --jobs does
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         r, _, _ = run(convs, STRATEGIES, budget=[200, 600], per_turn_tokens=False, embed_cache=cache,
                       scheduler=cluster.scheduler_address)
@@ -65,6 +66,8 @@ def test_a_dask_cluster_gives_the_serial_rows(convs, serial):
         with Client(cluster) as client:
             after = client.run(lambda dask_worker: dask_worker.periodic_callbacks["profile"].is_running())
     same(results, r)
+    texts = texts_to_embed([(cv, s, [200]) for cv in convs for s in STRATEGIES], 128)
+    assert texts and cached(shared_embedder(), cache).missing(texts) == []
     assert during == [False] * 4
     assert len(after) == 2 and all(after.values())
 

@@ -80,29 +80,35 @@ def close_stores(spec: StoreSpec) -> None:
         store.close()
 
 
-def run_job(spec: StoreSpec, job: Job, kwargs: dict[str, Any], threads: int | dict[str, int] = 0) -> tuple[Any, str]:
-    """Run one job in a worker: its ``(rows, stats)`` and the worker's name."""
+def _worker(threads: int | dict[str, int]) -> str:
+    """Set this worker's encoder threads (on a Dask cluster, ``threads`` maps hosts to them: the host's cores
+    shared among its workers); the worker's name."""
     from ..embed import shared_embedder
 
     worker = f"pid {os.getpid()}"
-    if isinstance(threads, dict):  # on a Dask cluster: the encoder's threads follow the workers on this host
+    if isinstance(threads, dict):
         from distributed import get_worker
 
         me = get_worker()
         worker, threads = me.address, threads.get(me.ip, 0)
     if threads:
         shared_embedder().use_threads(threads)
+    return worker
+
+
+def run_job(spec: StoreSpec, job: Job, kwargs: dict[str, Any], threads: int | dict[str, int] = 0) -> tuple[Any, str]:
+    """Run one job in a worker: its ``(rows, stats)`` and the worker's name."""
+    worker = _worker(threads)
     with _store(spec) as store:
         return run_conversation_on(store, job, kwargs), worker
 
 
-def warm_job(spec: StoreSpec, texts: Sequence[str], threads: int = 0) -> int:
+def warm_job(spec: StoreSpec, texts: Sequence[str], threads: int | dict[str, int] = 0) -> int:
     """Embed ``texts`` into the spec's cache (a worker's share of the warm-up); how many were embedded."""
     from ..embed import shared_embedder
     from ..embed_cache import cached
 
-    if threads:
-        shared_embedder().use_threads(threads)
+    _worker(threads)
     c = cached(shared_embedder(), spec.embed_cache)
     for start in range(0, len(texts), 1024):
         c(list(texts[start:start + 1024]))
@@ -192,19 +198,21 @@ def run_jobs(todo: Sequence[Job], where: Any, kwargs: dict[str, Any], jobs: int 
         fn, spec = (lambda _, job, kw, __: (run_conversation_on(where, job, kw), "main")), None
     done: dict[int, Any] = dict(parts.done) if parts else {}
     pending = [i for i in range(len(todo)) if i not in done]
-    if spec is not None and spec.embed_cache and not scheduler and pending:
+    # one machine (this one, or a cluster on one host) shares one cache file, warmed first with what it lacks;
+    # on several machines each worker fills its own machine's cache as its jobs go
+    one_machine = not scheduler or len(threads) == 1
+    if spec is not None and spec.embed_cache and one_machine and pending:
         from ..embed import shared_embedder
         from ..embed_cache import cached
 
-        # what the cache lacks (a warm run starts no warm-up workers)
         texts = cached(shared_embedder(), spec.embed_cache).missing(texts_to_embed([todo[i] for i in pending], passage_tokens))
     else:
         texts = []
-    n = min(jobs * 8, len(texts))
+    n = min(64 if scheduler else jobs * 8, len(texts))  # shards: several per worker, so they end together
     shards = [texts[i::n] for i in range(n)]  # interleaved, so each shard has long and short texts
     with processes(jobs if not scheduler and pending else 1) as pool:  # one pool for the warm-up and the jobs
         for _ in _bar(execute(warm_job, [(i, (spec, shard, threads)) for i, shard in enumerate(shards)], jobs,
-                              pool=pool), len(shards), "embed", "shard", progress):
+                              scheduler, pool=pool), len(shards), "embed", "shard", progress):
             pass
         bar = _bar(None, len(todo), "bench", "job", progress, initial=len(todo) - len(pending))
         started, turns, workers = time.perf_counter(), 0, {}

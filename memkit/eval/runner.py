@@ -116,7 +116,7 @@ def run(conversations: Sequence[Conversation], strategies: Iterable[str] = DEFAU
     (``eval/execution.py``); the rows are the same and in the same order as a serial run. ``parts`` keeps each
     finished job in that folder, and ``resume`` skips the jobs a killed run already finished there.
     ``embed_cache`` puts the encoder behind that embedding-cache file, warmed first with every text the run
-    will embed, in length-sorted batches across conversations (split among the local workers).
+    will embed that it lacks, in length-sorted batches across conversations (split among the workers of one machine).
     """
     from .execution import Parts, StoreSpec, run_jobs
 
