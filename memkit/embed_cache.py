@@ -64,6 +64,13 @@ def _transaction(db: sqlite3.Connection) -> Iterator[None]:
         raise
 
 
+def _select(db: sqlite3.Connection, columns: str, keys: Sequence[bytes]) -> Iterator[tuple]:
+    """``columns`` of the rows whose key is among ``keys``, 500 keys per statement."""
+    for start in range(0, len(keys), 500):
+        chunk = list(keys[start:start + 500])
+        yield from db.execute(f"SELECT {columns} FROM vectors WHERE key IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+
+
 class EmbeddingCache:
     """Vectors by ``(embedder identity, text)`` in a SQLite file shared by every process that opens it."""
 
@@ -124,16 +131,12 @@ class EmbeddingCache:
             now = time.time()
             stale: list[bytes] = []
             try:
-                for start in range(0, len(keys), 500):
-                    chunk = list(keys[start:start + 500])
-                    rows = db.execute("SELECT key, vector, used FROM vectors "
-                                      f"WHERE key IN ({','.join('?' * len(chunk))})", chunk).fetchall()
-                    for k, blob, used in rows:
-                        vec = np.frombuffer(blob, dtype=np.float32)
-                        if vec.shape == (dimension,):
-                            found[bytes(k)] = vec
-                            if used < now - self.refresh_s:
-                                stale.append(bytes(k))
+                for k, blob, used in _select(db, "key, vector, used", keys):
+                    vec = np.frombuffer(blob, dtype=np.float32)
+                    if vec.shape == (dimension,):
+                        found[bytes(k)] = vec
+                        if used < now - self.refresh_s:
+                            stale.append(bytes(k))
                 if stale:
                     with _transaction(db):
                         db.executemany("UPDATE vectors SET used = ? WHERE key = ?", [(now, k) for k in stale])
@@ -150,16 +153,11 @@ class EmbeddingCache:
             db = self._conn()
             if db is None:
                 return set()
-            held: set[bytes] = set()
             try:
-                for start in range(0, len(keys), 500):
-                    chunk = list(keys[start:start + 500])
-                    held.update(bytes(k) for (k,) in db.execute(
-                        f"SELECT key FROM vectors WHERE key IN ({','.join('?' * len(chunk))})", chunk))
+                return {bytes(k) for (k,) in _select(db, "key", keys)}
             except sqlite3.Error as e:
                 self._give_up(e)
                 return set()
-            return held
 
     def put(self, items: dict[bytes, np.ndarray]) -> None:
         """Store vectors (a key another process stored first keeps its row: the vectors are the same)."""

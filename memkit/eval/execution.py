@@ -211,9 +211,10 @@ def run_jobs(todo: Sequence[Job], where: Any, kwargs: dict[str, Any], jobs: int 
     n = min(64 if scheduler else jobs * 8, len(texts))  # shards: several per worker, so they end together
     shards = [texts[i::n] for i in range(n)]  # interleaved, so each shard has long and short texts
     with processes(jobs if not scheduler and pending else 1) as pool:  # one pool for the warm-up and the jobs
-        for _ in _bar(execute(warm_job, [(i, (spec, shard, threads)) for i, shard in enumerate(shards)], jobs,
-                              scheduler, pool=pool), len(shards), "embed", "shard", progress):
-            pass
+        if shards:
+            for _ in _bar(execute(warm_job, [(i, (spec, shard, threads)) for i, shard in enumerate(shards)], jobs,
+                                  scheduler, pool=pool), len(shards), "embed", "shard", progress):
+                pass
         bar = _bar(None, len(todo), "bench", "job", progress, initial=len(todo) - len(pending))
         started, turns, workers = time.perf_counter(), 0, {}
         for i, (result, worker) in execute(fn, [(i, (spec, todo[i], kwargs, threads)) for i in pending], jobs,
