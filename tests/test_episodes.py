@@ -84,6 +84,19 @@ def test_tied_lexical_hits_rank_by_id_whatever_segment_holds_them(store):
     assert [i for i, _ in store.lexical("u", "episodes", "mint tea", 10)] == ids
 
 
+def test_more_tied_hits_than_an_index_reads_past_its_cut_still_rank_by_id(store):
+    # 40 turns with the same words, each committed alone (segments that tantivy merges as it likes, a graph
+    # built in steps): past the first 13 an index's own order decides which tied items it returns
+    ids = []
+    for i in range(40):
+        ids.append(store.add_episode("u", ep("u", "Tell me more!", session=f"s{i:02d}", turn=f"s{i:02d}:1")).id)
+        store.embed_pending("u")
+    first = sorted(ids, key=lambda i: (len(i), i))
+    assert [i for i, _ in store.lexical("u", "episodes", "tell me more", 3)] == first[:3]
+    vec = store.embed_query("Tell me more!")
+    assert [i for i, _ in store.dense("u", vec, {"episodes": 3})["episodes"]] == first[:3]
+
+
 def test_fusion_keeps_each_channels_rank_and_prefers_agreement():
     fused = fuse({"lexical": ["a", "b", "c"], "dense": ["b", "d"]}, RecallOptions(rrf_k=10))
     assert fused[0][0] == "b" and fused[0][2] == {"lexical": 2, "dense": 1}

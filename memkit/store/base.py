@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Iterable, Protocol, Sequence
+from typing import Any, Callable, Iterable, Protocol, Sequence, TypeVar
 
 from .. import passages, validate
 from ..errors import IsolationError
 from ..types import Episode, Fact
 
+T = TypeVar("T")
 PARTS = ("facts", "episodes")  # the two kinds of item a user's index holds
 EMBED_BATCH = 32  # pending episodes of one user embedded together (docs/architecture.md §2)
 SIMILARITY_WEIGHT, IMPORTANCE_WEIGHT = 0.7, 0.3
@@ -21,6 +22,23 @@ SIMILARITY_WEIGHT, IMPORTANCE_WEIGHT = 0.7, 0.3
 # reaches 0.28 at p90, so the offline default is 0.3 (notebook 5 shows the trade-off).
 DEFAULT_FLOOR = 0.3
 OPEN_END = 1e18  # a current fact's valid_to, as filters compare it
+
+
+TIES = 10  # items read past an index's cut at first, so that items tied at it are chosen by id
+
+
+def past_ties(fetch: Callable[[int], list[T]], n: int, score: Callable[[T], float]) -> list[T]:
+    """An index's best items, ``fetch(m)`` (best first), for a cut at ``n``, with every item tied with the
+    n-th among them: ``m`` starts at ``n + TIES`` and doubles while the last item read still scores as the
+    n-th. Equal scores (the same words said in several sessions) come back in the index's own order (segment,
+    graph), which a merge or another build changes, so a caller that orders ties by id and cuts at ``n``
+    ranks the same every time only if it sees all of them."""
+    m = n + TIES
+    while True:
+        items = fetch(m)
+        if len(items) < m or n <= 0 or score(items[-1]) < score(items[n - 1]):
+            return items
+        m *= 2
 
 
 def rank_score(similarity: float, importance: float, weights: tuple[float, float]) -> float:

@@ -26,6 +26,7 @@ from chromadb.errors import NotFoundError
 from .. import embed as _embed  # registers memkit's embedders before any get_collection
 from .. import validate
 from ..errors import DimensionMismatch, IsolationError, MemkitError, StoreLocked, StorePathError, StoreUnavailable
+from .base import past_ties
 
 # Users whose index stays loaded in an embedded store (one HNSW index each); the least recently used are
 # evicted beyond it. Measured at 1,000 users with 100 items each (README, "Read path at scale").
@@ -42,8 +43,7 @@ HNSW = {"space": "cosine", "sync_threshold": 2, "batch_size": 2, "num_threads": 
 # The two parts of a user's collection: the tag that prefixes an item's Chroma id and is its metadata "part"
 TAGS = {"facts": "f", "episodes": "e"}
 PARTS = {tag: part for part, tag in TAGS.items()}
-LEGACY_PARTS = ("facts", "episodes", "history")
-TIES = 10  # items read past the cut, so that items tied at it are chosen by id  # collections per part, before one collection per user
+LEGACY_PARTS = ("facts", "episodes", "history")  # collections per part, before one collection per user
 
 
 class ChromaIndex:
@@ -123,14 +123,18 @@ class ChromaIndex:
             # ids and distances only (metadata would triple the cost): the rows are read afterwards from the
             # profile or the episode records, which check their owner. Never a ``part`` filter: Chroma's filtered
             # query fails ("Error finding id") on an index it evicted and loaded again (docs/architecture.md §2)
-            res = col.query(query_embeddings=[list(vector)], n_results=n + TIES, include=["distances"])
+            def fetch(m: int) -> list[tuple[str, float]]:
+                res = col.query(query_embeddings=[list(vector)], n_results=m, include=["distances"])
+                return list(zip(res["ids"][0], res["distances"][0]))
+
+            hits = past_ties(fetch, n, lambda hit: -hit[1])
         out = []
-        for cid, dist in zip(res["ids"][0], res["distances"][0]):
+        for cid, dist in hits:
             tag, item_id = cid.split(":", 1)
             out.append((PARTS[tag], item_id, 1.0 - float(dist)))
         # equal distances (the same words said twice) come back in no fixed order, and which of them make the
-        # cut varies from one build of the graph to another: ties go to the earlier id, read a little past the
-        # cut, so a read ranks the same every time
+        # cut varies from one build of the graph to another: ties go to the earlier id, among all of them
+        # (past_ties), so a read ranks the same every time
         out.sort(key=lambda x: (-x[2], x[0], len(x[1]), x[1]))
         return out[:n]
 

@@ -24,6 +24,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 import tantivy
 
 from ..errors import IsolationError, StoreClosed
+from .base import past_ties
 
 # Query words that match nearly every turn and carry no topic; dropped from queries only. "user" is indexed
 # with every user turn (its speaker) and starts every fact ("User prefers ..."), so it is in half the rows or
@@ -72,7 +73,6 @@ def query_terms(query: str) -> list[str]:
     return list(dict.fromkeys(w for w in words if w not in STOPWORDS))
 
 
-TIES = 10  # hits read past the top k, so that items tied at the cut are chosen by id, not by segment
 WRITER_HEAP = 15_000_000  # bytes: tantivy's minimum per indexing thread
 FILLED = "filled"  # a marker file: the index holds every item of the records it was filled from
 
@@ -173,16 +173,17 @@ class LexicalIndex:
         # of the index are this owner's, to every hit
         only = tantivy.Query.const_score_query(tantivy.Query.term_query(self._schema, "owner", scope), 0.0)
         searcher = index.searcher()
-        hits = searcher.search(tantivy.Query.boolean_query(
-            [(tantivy.Occur.Must, only), (tantivy.Occur.Must, words)]), k + TIES).hits
+        question = tantivy.Query.boolean_query([(tantivy.Occur.Must, only), (tantivy.Occur.Must, words)])
+        hits = past_ties(lambda m: searcher.search(question, m).hits, k, lambda hit: hit[0])
         found = []
         for score, address in hits:
             key = searcher.doc(address)["key"][0]
             if not key.startswith(scope + "/"):  # an id may hold "/": the scope is the prefix
                 raise IsolationError("the lexical index returned another user's item")
             found.append((key[len(scope) + 1:], float(score)))
-        # equal scores (the same words) come back in segment order, which is not the order of writing: ties
-        # go to the earlier id (episodes: the earlier turn), so a read ranks the same every time
+        # equal scores (the same words) come back in segment order, which is not the order of writing and
+        # changes with tantivy's background merges: ties go to the earlier id (episodes: the earlier turn),
+        # among all of them (past_ties), so a read ranks the same every time
         found.sort(key=lambda hit: (-hit[1], len(hit[0]), hit[0]))
         return found[:k]
 
