@@ -151,7 +151,8 @@ def test_model_faults_become_an_error_event_and_a_pending_turn(fake_llm, embedde
     fake_llm.enqueue('{"facts": [{"text": "User prefers metric units.", "key": "user.units", "value": "metric"}]}')
     assert [e.kind for e in m.flush()] == [EventKind.ADD] and not m.pending_turns
     if fault == "400":
-        assert model._json_mode_supported  # only a refused response_format turns JSON mode off
+        # only a refused response_format turns JSON mode off: the flush still asked for it
+        assert "response_format" in fake_llm.requests[-1]["body"]
 
 
 def test_a_slow_model_times_out_by_configuration(fake_llm):
