@@ -118,6 +118,20 @@ def test_closed_store_raises(store):
         store.upsert("u1", [fact("u1", "x")])
 
 
+def test_a_closed_ephemeral_store_leaves_nothing_in_the_process(embedder):
+    import chromadb
+
+    def names() -> set[str]:
+        return {getattr(c, "name", c) for c in chromadb.EphemeralClient().list_collections()}
+
+    before = names()
+    store = FactStore.ephemeral(embedder)
+    store.upsert("u1", [fact("u1", "User prefers metric units.")])
+    assert names() > before  # its collection lives in the process's one in-memory Chroma system
+    store.close()
+    assert names() == before  # and goes with it: a long-lived process does not keep every store it opened
+
+
 @pytest.mark.parametrize("kind", ["persistent", "http"])
 def test_facts_and_history_survive_reopening(kind, tmp_path, request, embedder):
     s1 = open_store(kind, tmp_path, request, embedder, namespace="reopen")

@@ -162,6 +162,15 @@ class ChromaIndex:
 
     def close(self) -> None:
         self._collections.clear()
+        if self.backend == "ephemeral":
+            # Every EphemeralClient of a process shares one in-memory system, which outlives the client: a closed
+            # ephemeral store's collections (its random namespace: nothing else can reach them) are deleted, or
+            # a long-lived process (a serial bench, a Dask worker, a kernel) keeps every store it ever opened.
+            with translated(self.backend):
+                for col in self.client.list_collections():
+                    name = getattr(col, "name", col)
+                    if name.startswith(f"{self.namespace}-"):
+                        self.client.delete_collection(name)
         closer = getattr(self.client, "close", None)
         if callable(closer) and self.backend == "persistent":
             closer()
