@@ -5,24 +5,25 @@
 One wall time on this machine moves by 15-25% from run to run (the same serial run took 389 s and 458 s), more
 than the 10% the Dask target allows. So each round runs every mode once, in a rotated order, on the same jobs
 (the first suite's strategies, as in the README), and the ratios are taken within a round, where the machine's
-state is shared; the table gives each round and the median. Each mode runs ``bench``'s own path
-(``memkit.eval.runner.run``) with the cache cold (a new file) and then warm (the same file again). The Dask
+state is shared; the table gives each round and the median. Each mode runs with the cache cold (a new file)
+and then warm (the same file again). The Dask
 cluster (2 worker processes, 1 thread each) is started before the timing, as a user's cluster would be; the
 processes of ``--jobs`` start inside it, as they do in ``memkit bench``. Every run's rows are checked equal to
-the first run's (timings aside). Not a test: run it alone on the machine, it is a timing.
+the first run's (timings aside). Each run is the ``memkit bench`` command in a process of its own, as a user
+runs it (a run in this script's process would share it with the cluster's scheduler, and with what the runs
+before it left behind). Not a test: run it alone on the machine, it is a timing.
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import pandas as pd
-
-from memkit.eval.data import load
-from memkit.eval.runner import run
 
 STRATEGIES = ["full", "window", "summary", "two-layer:keyed", "two-layer:temporal", "two-layer:append",
               "two-layer:similarity", "rag:bm25", "rag:hybrid"]
@@ -39,22 +40,24 @@ def main() -> None:
     args = ap.parse_args()
     from distributed import LocalCluster
 
-    convs = load(args.data)[:args.limit]
     modes = args.modes.split(",")
     rows, first = [], None
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             tempfile.TemporaryDirectory() as tmp:
-        options = {"serial": {}, "jobs 2": {"jobs": 2}, "dask": {"scheduler": cluster.scheduler_address}}
+        options = {"serial": [], "jobs 2": ["--jobs", "2"], "dask": ["--scheduler", cluster.scheduler_address]}
+        bench = [sys.executable, "-m", "memkit", "bench", "--data", args.data, "--limit", str(args.limit),
+                 "--budget", "1200", "--no-turn-tokens"] + [a for s in STRATEGIES for a in ("--strategy", s)]
         for r in range(args.rounds):
             order = modes[r % len(modes):] + modes[:r % len(modes)]  # each mode goes first in some round
             for cache in ("cold", "warm"):
                 for mode in order:
                     path = Path(tmp) / f"{r}-{mode}.sqlite3"  # cold: new; warm: the file its cold run filled
+                    out = Path(tmp) / f"{r}-{mode}-{cache}"
                     start = time.perf_counter()
-                    results, _, _ = run(convs, STRATEGIES, budget=1200, per_turn_tokens=False, embed_cache=path,
-                                        **options[mode])
+                    subprocess.run(bench + options[mode] + ["--embed-cache", str(path), "--out", str(out)],
+                                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                     seconds = time.perf_counter() - start
-                    results = results.drop(columns=["read_ms"])
+                    results = pd.read_csv(out / "results.csv").drop(columns=["read_ms"])
                     if first is None:
                         first = results
                     same = results.equals(first)
@@ -68,7 +71,7 @@ def main() -> None:
     if "dask" in wide and "jobs 2" in wide:
         wide["dask / jobs 2"] = (wide["dask"] / wide["jobs 2"]).round(2)
     medians = wide.groupby(level="cache").median().round(2)
-    print(f"\n{len(convs)} conversations x {len(STRATEGIES)} strategies, {args.rounds} rounds; every run's rows "
+    print(f"\n{args.limit} conversations x {len(STRATEGIES)} strategies, {args.rounds} rounds; every run's rows "
           f"{'equal' if table['same_rows'].all() else 'NOT equal'} to the first's\n")
     print(wide.to_string())
     print("\nmedian of the rounds\n" + medians.to_string())
