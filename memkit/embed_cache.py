@@ -24,6 +24,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from .errors import CacheUnavailable
+from .store.sql import connect_sqlite
 
 MAX_ITEMS = 500_000  # about 0.8 GB of 384-d vectors
 # A hit refreshes its row's use time only when the last refresh is older than this: eviction is least recently
@@ -64,26 +65,6 @@ def _transaction(db: sqlite3.Connection) -> Iterator[None]:
         raise
 
 
-def _open(path: Path, attempts: int = 50) -> sqlite3.Connection:
-    """A connection to the cache file, in WAL mode with the table made. Several processes opening a new file at
-    once race to switch it to WAL and create the table, and SQLite answers the losers "database is locked" at
-    once, without its busy wait: they try again (a few seconds at most) rather than give the cache up."""
-    for attempt in range(attempts):
-        db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
-        try:
-            if db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-                db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.executescript(_SCHEMA)
-            return db
-        except sqlite3.OperationalError as e:
-            db.close()
-            if attempt == attempts - 1 or not any(w in str(e) for w in ("locked", "busy")):
-                raise
-            time.sleep(0.02 * (attempt + 1))
-    raise AssertionError("unreachable")
-
-
 def _select(db: sqlite3.Connection, columns: str, keys: Sequence[bytes]) -> Iterator[tuple]:
     """``columns`` of the rows whose key is among ``keys``, 500 keys per statement."""
     for start in range(0, len(keys), 500):
@@ -121,7 +102,7 @@ class EmbeddingCache:
                 self._db.close()  # the file was deleted under it: start a new one
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                db = _open(self.path)
+                db = connect_sqlite(self.path, 60, _SCHEMA)
             except (sqlite3.Error, OSError) as e:
                 return self._give_up(e)
             self._db, self._pid = db, os.getpid()

@@ -13,6 +13,7 @@ import os
 import re
 import sqlite3
 import threading
+import time
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
@@ -20,6 +21,28 @@ from typing import Any, Callable, Iterator, Sequence
 from ..errors import ConfigError, StoreClosed, StoreUnavailable
 
 DDL_LOCK = 0x6D656D6B6974  # "memkit": the advisory lock held while a PostgreSQL schema is created or migrated
+
+
+def connect_sqlite(path: str | Path, timeout: float, script: str = "", attempts: int = 50) -> sqlite3.Connection:
+    """A connection to a SQLite file shared by processes: WAL mode, then ``script`` (its tables). Processes opening
+    a new file at once race to switch it to WAL, and SQLite answers the losers "database is locked" at once,
+    without its busy wait: they try again (a few seconds at most) instead of failing."""
+    attempt = 0
+    while True:
+        conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=timeout)
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            if script:
+                conn.executescript(script)
+            return conn
+        except sqlite3.OperationalError as e:
+            conn.close()
+            attempt += 1
+            if attempt == attempts or not any(w in str(e) for w in ("locked", "busy")):
+                raise
+            time.sleep(0.02 * attempt)
 
 
 class Database:
@@ -39,10 +62,8 @@ class Database:
         """A SQLite file in WAL mode (or ``":memory:"``); processes sharing the file lock owners with byte locks."""
         path = str(path)
         # processes sharing the file wait for each other's write transactions (up to 30 s) instead of failing
-        conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30.0)
-        if path != ":memory:":
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
+        conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30.0) \
+            if path == ":memory:" else connect_sqlite(path, 30.0)
         fd = None
         if path != ":memory:" and importlib.util.find_spec("fcntl"):  # Windows: SQLite's own locking only
             fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
