@@ -61,15 +61,45 @@ def test_a_dask_cluster_gives_the_serial_rows(convs, serial, tmp_path):
                       scheduler=cluster.scheduler_address)
         # the workers' sampling profiler is paused while memkit's jobs run (it cost them ~10% CPU), and
         # running again once the run is over
+        # and, one worker per core here, each worker runs on a core of its own, all of them again afterwards
         sampling = lambda: __import__("distributed").get_worker().periodic_callbacks["profile"].is_running()
         during = [on for _, on in execute(sampling, [(i, ()) for i in range(4)], scheduler=cluster.scheduler_address)]
+        placed = [got for _, got in execute(where_it_runs, [(i, ()) for i in range(8)], scheduler=cluster.scheduler_address)]
         with Client(cluster) as client:
             after = client.run(lambda dask_worker: dask_worker.periodic_callbacks["profile"].is_running())
+            cores_after = client.run(lambda: sorted(os.sched_getaffinity(0)))
     same(results, r)
     texts = texts_to_embed([(cv, s, [200]) for cv in convs for s in STRATEGIES], 128)
     assert texts and cached(shared_embedder(), cache).missing(texts) == []
     assert during == [False] * 4
     assert len(after) == 2 and all(after.values())
+    assert_one_core_each(placed)
+    assert all(c == sorted(os.sched_getaffinity(0)) for c in cores_after.values())
+
+
+def where_it_runs():
+    """The process, its threads' cores (every thread of it), for the pinning checks."""
+    time.sleep(0.2)  # long enough for every worker to take a call
+    threads = os.listdir("/proc/self/task")
+    return os.getpid(), {frozenset(os.sched_getaffinity(int(t))) for t in threads}
+
+
+def assert_one_core_each(placed):
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("pinning needs a core per worker")
+    cores = {pid: sets for pid, sets in placed}
+    assert len(cores) == 2, placed  # both workers took calls
+    assert all(len(sets) == 1 and len(next(iter(sets))) == 1 for sets in cores.values()), cores
+    assert len({next(iter(sets)) for sets in cores.values()}) == 2  # not the same core
+
+
+def test_jobs_run_one_process_per_core_where_the_cores_suffice():
+    placed = [got for _, got in execute(where_it_runs, [(i, ()) for i in range(8)], jobs=2)]
+    assert_one_core_each(placed)
+    # more processes than cores: none is pinned
+    many = len(os.sched_getaffinity(0)) + 1
+    unpinned = [got for _, got in execute(where_it_runs, [(i, ()) for i in range(2 * many)], jobs=many)]
+    assert all(sets == {frozenset(os.sched_getaffinity(0))} for _, sets in unpinned)
 
 
 def test_the_cache_holds_what_the_run_embeds_and_a_second_run_adds_nothing(convs, serial):

@@ -261,7 +261,11 @@ def processes(jobs: int) -> Iterator[Any]:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+    from .cores import pin_next
+
+    spawn = multiprocessing.get_context("spawn")
+    # each worker on a core of its own, when there are enough (memkit/eval/cores.py)
+    with ProcessPoolExecutor(jobs, mp_context=spawn, initializer=pin_next, initargs=(spawn.Value("i", 0), jobs)) as pool:
         yield pool
 
 
@@ -299,7 +303,7 @@ def _on_dask(fn: Callable[..., Any], calls: Sequence[tuple[int, tuple]], schedul
     from .dask_worker import BenchWorker
 
     with Client(scheduler) as client:  # distributed.as_completed finds its client as the default one
-        client.register_plugin(BenchWorker())
+        client.register_plugin(BenchWorker(_core_slots(client)))
         futures = {client.submit(fn, *args, key=f"memkit-{time.time_ns()}-{i}", pure=False): i for i, args in calls}
         try:
             for f in as_completed(futures):
@@ -311,16 +315,30 @@ def _on_dask(fn: Callable[..., Any], calls: Sequence[tuple[int, tuple]], schedul
             client.unregister_worker_plugin(BenchWorker.name)
 
 
+def _workers(client: Any) -> tuple[list[tuple[str, str, int]], dict[str, int]]:
+    """``(address, host, threads)`` of each worker, and how many cores each may use (the scheduler's view)."""
+    from .cores import usable
+
+    info = client.scheduler_info(n_workers=-1)["workers"]
+    cores = client.run(lambda: len(usable()))  # {worker address: the cores its process may use}
+    return [(a, w["host"], w["nthreads"]) for a, w in info.items()], cores
+
+
+def _core_slots(client: Any) -> dict[str, int]:
+    from .cores import slots
+
+    return slots(*_workers(client))
+
+
 def dask_threads(scheduler: str) -> dict[str, int]:
     """Encoder threads per worker host: the host's cores shared among its workers (the scheduler's view)."""
     from distributed import Client
 
     with Client(scheduler, set_as_default=False) as client:
-        workers = client.scheduler_info(n_workers=-1)["workers"]
-        cores = client.run(os.cpu_count)  # {worker address: its machine's cores}
+        workers, cores = _workers(client)
     per_host: dict[str, list[int]] = {}
-    for address, w in workers.items():
-        per_host.setdefault(w["host"], []).append(cores.get(address) or 1)
+    for address, host, _ in workers:
+        per_host.setdefault(host, []).append(cores.get(address) or 1)
     return {host: max(1, counts[0] // len(counts)) for host, counts in per_host.items()}
 
 
