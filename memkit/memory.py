@@ -104,9 +104,12 @@ class Memory:
         if buf is None:
             buf = EpisodicBuffer(session_id, user_id, self.window_tokens, self.summary_tokens,
                                  self.summarizer, self.sessions_store)
-        # a session opens: load the user's indexes in the background
+        # a session opens: load the user's indexes in the background, embedding what other sessions had pending
+        # now (not what they add while it runs: their own end or the next read batches that, so the batches are
+        # the same in every run)
         self._warming = {u: f for u, f in self._warming.items() if not f.done()}
-        self._warming[user_id] = self._warmer.submit(self.store.warm, user_id, session_id)
+        waiting = self.store.pending_episodes(user_id, but_session=session_id)
+        self._warming[user_id] = self._warmer.submit(self.store.warm, user_id, session_id, waiting)
         self.sessions[key] = buf
         return buf
 

@@ -5,6 +5,7 @@ import pytest
 
 from conftest import open_store
 from memkit import FactStore, Memory, tokens
+from memkit.embed import MiniLMEmbedder
 from memkit.eval.data import DSession, DTurn, Conversation, Probe
 from memkit.eval.runner import run
 from memkit.assemble import line_cost
@@ -511,3 +512,34 @@ def test_diversity_lets_a_different_line_past_near_duplicates_but_not_in_a_raw_t
     assert rag.memory.diversity == 0.0  # plain retrieval: in the channel's order (diversity changes it, below)
     assert "s3:1" in [i["turn_id"] for i in two.context("q", ask, 60).parts[1].items]  # past the near-duplicates
     assert "s3:1" not in [i["turn_id"] for i in plain.context("q", ask, 60).parts[1].items]
+
+
+class RecordingMiniLM(MiniLMEmbedder):
+    """The real offline embedder, keeping the batches it was given (what the write path batched)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[list[str]] = []
+
+    def __call__(self, input):
+        self.batches.append(list(input))
+        return super().__call__(input)
+
+
+def test_each_ended_session_is_embedded_in_one_batch_whatever_the_background_load_is_doing():
+    # a session's opening loads the user's indexes in a background thread; that load used to embed whatever
+    # other sessions had pending when it ran, so a late one took part of the next session's turns, and the
+    # batches (and with them the index's segments) changed from run to run
+    sessions = [[f"In session {s} I wrote note {t} about the {w} garden: the {w} beds need water, compost and a "
+                 f"new fence before the {w} frost arrives, and the shed roof leaks again." for t in range(8)]
+                for s, w in enumerate(["north", "south", "east", "west", "upper", "lower"] * 3)]
+    for run in range(2):
+        embedder = RecordingMiniLM()
+        memory = Memory(store=FactStore.ephemeral(embedder), passage_tokens=0)
+        for s, turns in enumerate(sessions):
+            for text in turns:
+                memory.observe("u", f"s{s}", "user", text)
+            memory.end_session("u", f"s{s}")
+        memory.close()
+        episodes = [b for b in embedder.batches if b and b[0].startswith("user: In session")]
+        assert episodes == [[f"user: {t}" for t in turns] for turns in sessions], f"run {run}: batches of {[len(b) for b in episodes]} turns"

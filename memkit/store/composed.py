@@ -130,11 +130,12 @@ class FactStore:
             raise ConfigError(f"a {self.backend} store keeps no Chroma collections; collection_name is for Chroma")
         return name(self._owner(user_id))
 
-    def warm(self, user_id: str, session: str | None = None) -> None:
+    def warm(self, user_id: str, session: str | None = None, episodes: Sequence[str] | None = None) -> None:
         """Load the user's index now (``Memory.session``, in the background): embed what other sessions left
-        pending, read the profile rows a first read takes, touch the vector index."""
+        pending (only ``episodes`` of it, when given: what was pending as the session opened), read the profile
+        rows a first read takes, touch the vector index."""
         owner = self._owner(user_id)
-        self.archive.embed_pending(owner, user_id, session)
+        self.archive.embed_pending(owner, user_id, session, episodes)
         self.log.profile(owner, user_id, 32)
         self.vectors.warm(owner, user_id)
 
@@ -202,6 +203,10 @@ class FactStore:
         """Embed and index (one commit) the user's recorded episodes not yet indexed, but ``but_session``'s (a
         reader's own session: its turns are in its window or summary); returns how many."""
         return self.archive.embed_pending(self._owner(user_id), user_id, but_session)
+
+    def pending_episodes(self, user_id: str, but_session: str | None = None) -> list[str]:
+        """Ids of the user's recorded episodes not yet embedded, but ``but_session``'s, in the order observed."""
+        return [e.id for e in self.records.episodes(self._owner(user_id), user_id, pending=True, but_session=but_session)]
 
     def episodes(self, user_id: str, ids: Sequence[str] | None = None) -> list[Episode]:
         """The user's episodes (all, or by id), in the order they were observed."""

@@ -6,7 +6,7 @@ text index it is given, and never calls back into the store.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, ContextManager
+from typing import Any, Callable, ContextManager, Sequence
 
 from ..errors import IsolationError
 from ..types import Episode
@@ -33,12 +33,15 @@ class EpisodeArchive:
             self.embed_pending(owner, user_id, None)
         return stored
 
-    def embed_pending(self, owner: str, user_id: str, but_session: str | None) -> int:
-        """Embed and index the user's recorded but unembedded episodes, except ``but_session``'s; how many."""
+    def embed_pending(self, owner: str, user_id: str, but_session: str | None, only: Sequence[str] | None = None) -> int:
+        """Embed and index the user's recorded but unembedded episodes, except ``but_session``'s (and of them
+        only the ids in ``only``, when given); how many."""
+        if only is not None and not only:
+            return 0
         with self._guard:
             lock = self._locks.setdefault(owner, threading.Lock())
         with lock:  # a read and a session's warm-up at once: one batch, the other finds nothing left
-            pending = self.records.episodes(owner, user_id, pending=True, but_session=but_session)
+            pending = self.records.episodes(owner, user_id, only, pending=True, but_session=but_session)
             if not pending:
                 return 0
             items = [item for e in pending for item in episode_items(e)]
