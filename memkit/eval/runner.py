@@ -69,11 +69,6 @@ def _run_conversation(conv: Conversation, strategy: str, budgets: list[int], k: 
         start = time.perf_counter()
         s.end_session(session.id)  # batched episode embeddings land here: part of the write path's cost
         end_ms = (time.perf_counter() - start) * 1000
-        if hasattr(s, "memory"):
-            # the session's opening warmed the user's indexes on a background thread, which embeds what other
-            # sessions left pending whenever it gets to run; waiting for it here keeps every run's embedding
-            # batches the same, so a run is reproducible to the token (not part of any timing)
-            s.memory.ready(conv.user_id)
         write_total += sum(writes[-len(session.turns):]) + end_ms if session.turns else end_ms
         for p in probes_after.get(session.id, ()):
             for b in budgets:
@@ -90,7 +85,6 @@ def _run_conversation(conv: Conversation, strategy: str, budgets: list[int], k: 
                     row["judged_correct"], row["judged_answer"] = judge(judge_model, ctx, p.question, p.answer)
                 rows.append(row)
             if hasattr(s, "memory"):
-                s.memory.ready(conv.user_id)  # the probe's session warmed them too
                 s.memory.end_session(conv.user_id, f"probe:{p.id}")
     facts = store.get(conv.user_id) if s.keeps_facts else []
     stats = [{"conversation": conv.id, "strategy": strategy, "budget": b,
