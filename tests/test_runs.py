@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pandas as pd
@@ -16,6 +18,7 @@ from memkit import FactStore
 from memkit.embed_cache import EmbeddingCache, cached, identity
 from memkit.embed import shared_embedder
 from memkit.errors import ConfigError
+from memkit.eval.cores import pin_next, slots
 from memkit.eval.data import load
 from memkit.eval.execution import execute, texts_to_embed
 from memkit.eval.runner import run
@@ -96,11 +99,28 @@ def assert_one_core_each(placed):
 def test_jobs_run_one_process_per_core_where_the_cores_suffice():
     placed = [got for _, got in execute(where_it_runs, [(i, ()) for i in range(8)], jobs=2)]
     assert_one_core_each(placed)
-    # more processes than cores, or fewer: none is pinned
-    cores = len(os.sched_getaffinity(0))
-    for n in {cores + 1, cores - 1} - {0, 1}:
-        unpinned = [got for _, got in execute(where_it_runs, [(i, ()) for i in range(2 * n)], jobs=n)]
-        assert all(sets == {frozenset(os.sched_getaffinity(0))} for _, sets in unpinned), n
+    # more processes than cores: none is pinned
+    many = len(os.sched_getaffinity(0)) + 1
+    unpinned = [got for _, got in execute(where_it_runs, [(i, ()) for i in range(2 * many)], jobs=many)]
+    assert all(sets == {frozenset(os.sched_getaffinity(0))} for _, sets in unpinned)
+
+
+def test_fewer_pool_workers_than_cores_are_not_pinned():
+    # the pool's own initializer with one worker (a --jobs run of one runs in-process, so it never meets it):
+    # pinned, a second run on the machine would stack on the same first core
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(1, mp_context=spawn, initializer=pin_next, initargs=(spawn.Value("i", 0), 1)) as pool:
+        _, sets = pool.submit(where_it_runs).result()
+    assert sets == {frozenset(os.sched_getaffinity(0))}
+
+
+def test_dask_workers_get_core_slots_only_where_they_take_every_core_of_their_host_one_each():
+    two = {"a:1": 2, "a:2": 2}
+    assert slots([("a:2", "a", 1), ("a:1", "a", 1)], two) == {"a:1": 0, "a:2": 1}
+    assert slots([("a:1", "a", 1)], {"a:1": 2}) == {}  # fewer workers than cores
+    assert slots([("a:1", "a", 1), ("a:2", "a", 2)], two) == {}  # a worker with two threads
+    assert slots([(f"a:{i}", "a", 1) for i in range(3)], {f"a:{i}": 2 for i in range(3)}) == {}  # more
+    assert slots([("a:1", "a", 1), ("a:2", "a", 1), ("b:1", "b", 1)], {**two, "b:1": 2}) == {"a:1": 0, "a:2": 1}
 
 
 def test_the_cache_holds_what_the_run_embeds_and_a_second_run_adds_nothing(convs, serial):
