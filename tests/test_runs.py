@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -20,7 +22,7 @@ from memkit.embed import shared_embedder
 from memkit.errors import ConfigError
 from memkit.eval.cores import pin_next, slots
 from memkit.eval.data import load
-from memkit.eval.execution import execute, texts_to_embed
+from memkit.eval.execution import execute, processes, texts_to_embed
 from memkit.eval.runner import run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,10 +46,15 @@ def same(a: pd.DataFrame, b: pd.DataFrame) -> None:
                                   b.drop(columns=TIMINGS).reset_index(drop=True))
 
 
-def test_jobs_give_the_serial_rows_in_the_serial_order(convs, serial):
+def test_jobs_give_the_serial_rows_in_the_serial_order(convs, serial, capfd):
     (results, summary, confusion), cache = serial
     assert len(results) > 0 and results["strategy"].tolist()[0] == STRATEGIES[0]
-    r2, s2, c2 = run(convs, STRATEGIES, budget=[200, 600], per_turn_tokens=False, jobs=2, embed_cache=cache)
+    capfd.readouterr()
+    # and the same again when each process gives way to a fresh one every 3 jobs
+    r2, s2, c2 = run(convs, STRATEGIES, budget=[200, 600], per_turn_tokens=False, jobs=2, embed_cache=cache,
+                     recycle=3, progress=True)
+    workers = set(re.findall(r"pid (\d+):", capfd.readouterr().err))  # the progress line counts jobs per worker
+    assert len(workers) > 2, workers
     same(results, r2)
     pd.testing.assert_frame_equal(confusion, c2)
     shown = ["strategy", "budget", "type", "evidence_recall", "evidence_recall_ci_low", "op_accuracy"]
@@ -114,6 +121,18 @@ def test_fewer_pool_workers_than_cores_are_not_pinned():
     assert sets == {frozenset(os.sched_getaffinity(0))}
 
 
+def test_recycled_workers_are_fresh_processes_each_on_a_core_of_its_own():
+    with processes(2, recycle=1) as pool:  # two fresh processes for every two calls
+        placed = dict(execute(where_it_runs, [(i, ()) for i in range(6)], jobs=2, pool=pool))
+    pairs = [{placed[i][0]: placed[i][1] for i in (first, first + 1)} for first in range(0, 6, 2)]
+    assert all(not set(a) & set(b) for a, b in itertools.combinations(pairs, 2))  # no process outlives its pair
+    if len(os.sched_getaffinity(0)) != 2:
+        pytest.skip("pinning needs as many workers as cores")
+    for pair in pairs:  # a fresh process may take both calls of its pair before the other one has started
+        assert all(len(sets) == 1 and len(next(iter(sets))) == 1 for sets in pair.values()), pair
+        assert len({next(iter(sets)) for sets in pair.values()}) == len(pair)  # two processes: two cores
+
+
 def test_dask_workers_get_core_slots_only_where_they_take_every_core_of_their_host_one_each():
     two = {"a:1": 2, "a:2": 2}
     assert slots([("a:2", "a", 1), ("a:1", "a", 1)], two) == {"a:1": 0, "a:2": 1}
@@ -166,6 +185,8 @@ def test_resume_refuses_a_folder_of_another_run(convs, tmp_path):
 def test_bad_run_options_are_refused(convs):
     with pytest.raises(ConfigError, match="jobs must be at least 1"):
         run(convs[:1], ["window"], jobs=0)
+    with pytest.raises(ConfigError, match="recycle"):
+        run(convs[:1], ["window"], jobs=2, recycle=-1)
     store = FactStore.ephemeral()
     try:
         with pytest.raises(ConfigError, match="not a FactStore"):

@@ -12,6 +12,7 @@ from ..store.chroma import MAX_USERS
 from .. import registry
 from ..validate import out_dir
 from .data import FORMATS, SUITES
+from .execution import RECYCLE
 from .runner import DEFAULT_STRATEGIES
 from .scale import DEFAULT_SIZES
 
@@ -77,7 +78,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     results, summary, confusion = run(convs, strategies, budget=budgets, k=args.k, store=store, progress=True,
                                       per_turn_tokens=not args.no_turn_tokens, judge_model=judge_model,
                                       jobs=args.jobs, scheduler=args.scheduler, parts=out / "parts",
-                                      resume=args.resume, embed_cache=cache, **options)
+                                      resume=args.resume, embed_cache=cache, recycle=args.recycle, **options)
     results.to_csv(out / "results.csv", index=False)
     summary.to_csv(out / "summary.csv", index=False)
     confusion.to_csv(out / "confusion.csv", index=False)
@@ -92,7 +93,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     (out / "run.json").write_text(json.dumps({"data": str(args.data), "format": fmt, "conversations": len(convs),
                                               "strategies": strategies, "budget": budgets if len(budgets) > 1 else budgets[0], "k": args.k,
                                               "store": "postgres" if store != "ephemeral" else store,
-                                              "jobs": args.jobs, "scheduler": args.scheduler, "embed_cache": cache,
+                                              "jobs": args.jobs, "recycle": args.recycle, "scheduler": args.scheduler, "embed_cache": cache,
                                               **{k: v for k, v in options.items() if k != "chat_model"}}, indent=2))
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         # session-level recall only where the data names answer sessions (LongMemEval)
@@ -215,6 +216,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "memory in PostgreSQL + pgvector, under a fresh schema memkit_bench_<id> per run)")
     b.add_argument("--jobs", type=int, default=1,
                    help="run conversations in N processes (same rows as a serial run; default: %(default)s)")
+    b.add_argument("--recycle", type=int, default=RECYCLE, metavar="N",
+                   help="replace the --jobs processes by fresh ones once they have run N jobs each, which bounds "
+                        "the memory Chroma keeps of every closed store (0: never; default: %(default)s)")
     b.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
                    help="run conversations on this Dask distributed scheduler's workers "
                         "(pip install 'memkit[distributed]' on every machine)")

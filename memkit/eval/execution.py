@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import pickle
+import sys
 import time
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -24,6 +25,10 @@ from typing import Any, Callable, Iterator, Sequence
 from ..errors import ConfigError
 
 Job = tuple[Any, str, list[int]]  # (conversation, strategy, budgets)
+# Calls each ``--jobs`` worker process takes before fresh ones replace them (``Workers``): Chroma keeps about 5 MB
+# of every in-memory store a process closed (chroma-core/chroma#3296), and fresh processes cost 3-4 s of imports
+# (README, "Memory over a long run").
+RECYCLE = 250
 
 
 @dataclass(frozen=True)
@@ -187,9 +192,11 @@ class Parts:
 
 
 def run_jobs(todo: Sequence[Job], where: Any, kwargs: dict[str, Any], jobs: int = 1, scheduler: str | None = None,
-             parts: Parts | None = None, progress: bool = False, passage_tokens: int = 128) -> list[Any]:
+             parts: Parts | None = None, progress: bool = False, passage_tokens: int = 128,
+             recycle: int = RECYCLE) -> list[Any]:
     """Every job's ``(rows, stats)``, in job order: those ``parts`` already holds, and the rest run on ``where``
-    (a ``StoreSpec``; or a ``FactStore`` shared by the jobs, in this process only), after the cache warm-up."""
+    (a ``StoreSpec``; or a ``FactStore`` shared by the jobs, in this process only), after the cache warm-up;
+    the ``jobs`` processes are replaced by fresh ones once they have taken ``recycle`` calls each (0: never)."""
     spread = jobs > 1 or scheduler is not None
     threads: Any = dask_threads(scheduler) if scheduler else max(1, (os.cpu_count() or 1) // jobs) if jobs > 1 else 0
     if isinstance(where, StoreSpec):
@@ -210,7 +217,7 @@ def run_jobs(todo: Sequence[Job], where: Any, kwargs: dict[str, Any], jobs: int 
         texts = []
     n = min(64 if scheduler else jobs * 8, len(texts))  # shards: several per worker, so they end together
     shards = [texts[i::n] for i in range(n)]  # interleaved, so each shard has long and short texts
-    with processes(jobs if not scheduler and pending else 1) as pool:  # one pool for the warm-up and the jobs
+    with processes(jobs if not scheduler and pending else 1, recycle) as pool:  # one pool for the warm-up and the jobs
         if shards:
             for _ in _bar(execute(warm_job, [(i, (spec, shard, threads)) for i, shard in enumerate(shards)], jobs,
                                   scheduler, pool=pool), len(shards), "embed", "shard", progress):
@@ -253,38 +260,75 @@ def _bar(items: Any, total: int, desc: str, unit: str, progress: bool, initial: 
 
 
 @contextmanager
-def processes(jobs: int) -> Iterator[Any]:
-    """``jobs`` spawned worker processes (a ``ProcessPoolExecutor``) that end with the block; None for 1."""
+def processes(jobs: int, recycle: int = RECYCLE) -> Iterator["Workers | None"]:
+    """``jobs`` spawned worker processes that end with the block (``Workers``); None for 1."""
     if jobs <= 1:
         yield None
         return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    workers = Workers(jobs, recycle)
+    try:
+        yield workers
+    finally:
+        workers.close()
 
-    from .cores import pin_next
 
-    spawn = multiprocessing.get_context("spawn")
-    # each worker on a core of its own, when there are enough (memkit/eval/cores.py)
-    with ProcessPoolExecutor(jobs, mp_context=spawn, initializer=pin_next, initargs=(spawn.Value("i", 0), jobs)) as pool:
-        yield pool
+class Workers:
+    """``jobs`` spawned worker processes (a ``ProcessPoolExecutor``, each process on a core of its own where
+    there are enough: ``memkit/eval/cores.py``), replaced all together by fresh ones once they have taken
+    ``recycle`` calls each (0: never). Replacing them is what gives back the memory Chroma keeps of every store
+    a process closed. (The pool's own ``max_tasks_per_child`` replaces one process at a time, but with calls
+    queued, Python 3.11 and 3.12 stop starting replacements and the run hangs: python/cpython#115634.)"""
+
+    def __init__(self, jobs: int, recycle: int = RECYCLE) -> None:
+        self.jobs, self.recycle = jobs, recycle
+        self._pool: Any = None
+        self._left = 0  # calls the current processes take before they are replaced
+
+    def run(self, fn: Callable[..., Any], calls: Sequence[tuple[int, tuple]]) -> Iterator[tuple[int, Any]]:
+        """``(index, fn(*args))`` for each ``(index, args)``, as each finishes."""
+        from concurrent.futures import as_completed
+
+        todo = list(calls)
+        while todo:
+            if self._pool is None or not self._left:
+                self._renew()
+            now, todo = todo[:self._left], todo[self._left:]
+            self._left -= len(now)
+            futures = {self._pool.submit(fn, *args): i for i, args in now}
+            for f in as_completed(futures):
+                yield futures[f], f.result()
+
+    def _renew(self) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        from .cores import pin_next
+
+        self.close()
+        spawn = multiprocessing.get_context("spawn")
+        self._pool = ProcessPoolExecutor(self.jobs, mp_context=spawn, initializer=pin_next,
+                                         initargs=(spawn.Value("i", 0), self.jobs))
+        self._left = self.recycle * self.jobs or sys.maxsize
+
+    def close(self) -> None:
+        """End the processes, once the calls they took have finished."""
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
 
 
 def execute(fn: Callable[..., Any], calls: Sequence[tuple[int, tuple]], jobs: int = 1,
-            scheduler: str | None = None, spec: StoreSpec | None = None, pool: Any = None) -> Iterator[tuple[int, Any]]:
+            scheduler: str | None = None, spec: StoreSpec | None = None, pool: Workers | None = None) -> Iterator[tuple[int, Any]]:
     """Run ``fn(*args)`` for each ``(index, args)``; yield ``(index, result)`` as each finishes: here, in
     ``jobs`` spawned processes (``pool``'s, or new ones that end with the calls), or on the Dask cluster at
     ``scheduler`` (whose workers then close their store for ``spec``)."""
     if scheduler:
         yield from _on_dask(fn, calls, scheduler, spec)
     elif jobs > 1:
-        from concurrent.futures import as_completed
-
         with ExitStack() as stack:
             if pool is None:
                 pool = stack.enter_context(processes(jobs))
-            futures = {pool.submit(fn, *args): i for i, args in calls}
-            for f in as_completed(futures):
-                yield futures[f], f.result()
+            yield from pool.run(fn, calls)
     else:
         try:
             for i, args in calls:

@@ -19,6 +19,7 @@ from ..store import FactStore
 from ..strategies import budget_free, make
 from ..types import reproducible_ids
 from .data import Conversation, timestamp
+from .execution import RECYCLE
 from .judge import judge
 from .metrics import (OPS, answer_in_context, duplicate_rate, evidence_recall, percentile, repeated_lines,
                       session_recall, stale, turn_op)
@@ -99,7 +100,7 @@ def run(conversations: Sequence[Conversation], strategies: Iterable[str] = DEFAU
         budget: int | Sequence[int] = 1200, k: int = 5, store: FactStore | str | None = None, progress: bool = False,
         per_turn_tokens: bool = True, judge_model: Any = None, jobs: int = 1, scheduler: str | None = None,
         parts: str | Path | None = None, resume: bool = False, embed_cache: str | Path | None = None,
-        **memory_options: Any) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+        recycle: int = RECYCLE, **memory_options: Any) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Every strategy on every conversation at every budget: (results per probe, summary per strategy, budget
     and probe type, op confusion).
 
@@ -107,7 +108,9 @@ def run(conversations: Sequence[Conversation], strategies: Iterable[str] = DEFAU
     With ``judge_model`` (a chat model), each probe also gets ``judged_correct`` (see ``eval.judge``).
     ``store`` is a ``FactStore`` (this process only), or ``"ephemeral"`` / a PostgreSQL URL that every worker
     opens for itself. ``jobs`` runs conversations in that many processes, ``scheduler`` on a Dask cluster
-    (``eval/execution.py``); the rows are the same and in the same order as a serial run. ``parts`` keeps each
+    (``eval/execution.py``); the rows are the same and in the same order as a serial run. The ``jobs``
+    processes are replaced by fresh ones once they have run ``recycle`` jobs each (0: never), which bounds the
+    memory Chroma keeps of the stores they closed. ``parts`` keeps each
     finished job in that folder, and ``resume`` skips the jobs a killed run already finished there.
     ``embed_cache`` puts the encoder behind that embedding-cache file, warmed first with every text the run
     will embed that it lacks, in length-sorted batches across conversations (split among the workers of one machine).
@@ -121,6 +124,8 @@ def run(conversations: Sequence[Conversation], strategies: Iterable[str] = DEFAU
             raise ConfigError(f"unknown strategy {name!r}; choose from {registry.names('strategy')}")
     if jobs < 1:
         raise ConfigError(f"jobs must be at least 1, got {jobs}")
+    if not isinstance(recycle, int) or recycle < 0:
+        raise ConfigError(f"recycle is how many jobs each worker process runs before fresh ones replace them (0: never); got {recycle!r}")
     todo = [(c, name, bs) for name in strategies for c in conversations
             for bs in ([budgets] if budget_free(name) else [[b] for b in budgets])]
     kwargs = {"k": k, "per_turn_tokens": per_turn_tokens, "judge_model": judge_model, **memory_options}
@@ -141,7 +146,7 @@ def run(conversations: Sequence[Conversation], strategies: Iterable[str] = DEFAU
                                     "budgets": budgets, "options": options})
         saved.start(todo, resume)
     done = run_jobs(todo, where, kwargs, jobs, scheduler, saved, progress,
-                    memory_options.get("passage_tokens", PASSAGE_TOKENS))
+                    memory_options.get("passage_tokens", PASSAGE_TOKENS), recycle)
     rows = [r for result in done for r in result[0]]
     stats = [s for result in done for s in result[1]]
     columns = ["conversation", "strategy", "budget", "probe", "type", "evidence_recall", "answer_in_context",
