@@ -277,7 +277,8 @@ class Workers:
     there are enough: ``memkit/eval/cores.py``), replaced all together by fresh ones once they have taken
     ``recycle`` calls each (0: never). Replacing them is what gives back the memory Chroma keeps of every store
     a process closed. (The pool's own ``max_tasks_per_child`` replaces one process at a time, but with calls
-    queued, Python 3.11 and 3.12 stop starting replacements and the run hangs: python/cpython#115634.)"""
+    queued it can stop starting replacements and the run hangs: python/cpython#115634, in every Python from
+    3.11 until the fix of 2025-26.)"""
 
     def __init__(self, jobs: int, recycle: int = RECYCLE) -> None:
         self.jobs, self.recycle = jobs, recycle

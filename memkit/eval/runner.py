@@ -125,7 +125,8 @@ def run(conversations: Sequence[Conversation], strategies: Iterable[str] = DEFAU
     if jobs < 1:
         raise ConfigError(f"jobs must be at least 1, got {jobs}")
     if not isinstance(recycle, int) or recycle < 0:
-        raise ConfigError(f"recycle is how many jobs each worker process runs before fresh ones replace them (0: never); got {recycle!r}")
+        raise ConfigError("recycle is how many jobs each worker process runs before fresh ones replace them "
+                          f"(0: never); got {recycle!r}")
     todo = [(c, name, bs) for name in strategies for c in conversations
             for bs in ([budgets] if budget_free(name) else [[b] for b in budgets])]
     kwargs = {"k": k, "per_turn_tokens": per_turn_tokens, "judge_model": judge_model, **memory_options}
