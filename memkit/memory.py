@@ -7,9 +7,10 @@
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError
+from contextlib import contextmanager
 from datetime import datetime
 from time import time as clock
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from . import assemble, reconcile, registry, timeframe, validate
 from .passages import PASSAGE_TOKENS
@@ -17,7 +18,7 @@ from .config import Settings
 from .episodic import EpisodicBuffer, SessionStore
 from .errors import ConfigError, ExtractionError, ModelUnavailable, StoreUnavailable
 from .extract import Extractor, LLMExtractor
-from .store import DEFAULT_FLOOR, FactStore
+from .store import BULK_SIZE, DEFAULT_FLOOR, FactStore
 from .budget import plan as budget_plan
 from .recall import RecallOptions, dense_rankings, fact_hits, recall
 from .rules import RuleExtractor, attribute
@@ -79,6 +80,7 @@ class Memory:
         self._docs = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memkit-docs")
         self._warmer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memkit-warm")
         self._warming: dict[str, Future] = {}  # user_id -> the background load started when a session opened
+        self._bulk = False  # inside bulk(): sessions neither warm up nor embed as they open and end
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None, store: FactStore | None = None, **kwargs: Any) -> "Memory":
@@ -107,9 +109,10 @@ class Memory:
         # a session opens: load the user's indexes in the background, embedding what other sessions had pending
         # now (not what they add while it runs: their own end or the next read batches that, so the batches are
         # the same in every run)
-        self._warming = {u: f for u, f in self._warming.items() if not f.done()}
-        waiting = self.store.pending_episodes(user_id, but_session=session_id)
-        self._warming[user_id] = self._warmer.submit(self.store.warm, user_id, session_id, waiting)
+        if not self._bulk:
+            self._warming = {u: f for u, f in self._warming.items() if not f.done()}
+            waiting = self.store.pending_episodes(user_id, but_session=session_id)
+            self._warming[user_id] = self._warmer.submit(self.store.warm, user_id, session_id, waiting)
         self.sessions[key] = buf
         return buf
 
@@ -130,10 +133,27 @@ class Memory:
     def end_session(self, user_id: str, session_id: str, keep: bool = False) -> None:
         """Close a session: kept in the session store to resume later, or discarded (its turns stay as episodes)."""
         buf = self.session(user_id, session_id)
-        self.store.embed_pending(user_id)
+        if not self._bulk:
+            self.store.embed_pending(user_id)
         if not keep:
             buf.discard()
         self.sessions.pop((user_id, session_id), None)
+
+    @contextmanager
+    def bulk(self, size: int = BULK_SIZE) -> Iterator["Memory"]:
+        """Observe a burst of turns at the encoder's speed (importing a history, a benchmark's ingest).
+
+        Outside it, each ended session is embedded at once and each opened one loads its user's indexes in the
+        background, so that reads stay fast. Inside it, neither happens: turns wait in the store's records until
+        ``size`` of them wait, of any users, and are embedded in one call, sorted by length (``FactStore.bulk``);
+        what still waits is embedded on leaving. Reads inside it see every turn (they embed what they need
+        first), facts are extracted and written as ever, and the vectors are the same as outside it."""
+        with self.store.bulk(size):
+            self._bulk = True
+            try:
+                yield self
+            finally:
+                self._bulk = False
 
     # ---- write path --------------------------------------------------------------------------
     def observe(self, user_id: str, session_id: str, role: str, content: str,

@@ -1,6 +1,6 @@
 """The ingest targets of issue 22, measured on long assistant-style turns (250-350 tokens) from the assistant suite.
 
-    python scripts/measure_ingest.py --turns 320 --out results/ingest
+    python scripts/measure_ingest.py --turns 320 --rounds 3 --out results/ingest
 
 1. bare: the offline embedder alone on the turns, in batches of 32 (what an ideal write path would cost); it
    cuts each turn at its 256-token window, so it also runs on the passages the turns are indexed as (every
@@ -11,15 +11,20 @@
    cache empty (passages, lexical index, records, summary and extraction included); and once more with
    ``passage_tokens=0``, each turn embedded whole and cut at 256 tokens, so the encoder does exactly the bare
    embedder's work and the difference is the rest of the write path;
-3. observe, cache warm: the same turns into a fresh store, the cache now holding every vector.
-Prints turns/s and tokens/s for each and the ratios the issue sets targets for (bare / cold >= 0.9, warm /
-cold >= 5). Not a test: run it alone on the machine, it is a timing.
+3. observe, cache warm: the same turns into a fresh store, the cache now holding every vector;
+4. observe in ``Memory.bulk`` mode, cache cold, with passages and whole: the same sessions, their turns
+   embedded in one call on leaving (one commit of each index) instead of one call per ended session.
+Every pass runs once per round (``--rounds``, default 3), in this order; prints each pass's median and per-round
+seconds, and the ratios the issue sets targets for (bare / cold >= 0.9, warm / cold >= 5) within each round, so
+that a machine's drift between rounds cancels. Not a test: run it alone on the machine, it is a timing.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -51,74 +56,99 @@ def long_turns(n: int) -> list[str]:
     return list(dict.fromkeys(out))[:n]
 
 
-def observe(turns: list[str], embedder, passage_tokens: int = PASSAGE_TOKENS) -> float:
+def observe(turns: list[str], embedder, passage_tokens: int = PASSAGE_TOKENS, bulk: bool = False) -> float:
+    """Seconds to observe ``turns`` in sessions of 8, each ended (in ``Memory.bulk`` mode: all embedded on leaving)."""
     store = FactStore.ephemeral(embedder)
     memory = Memory(store=store, passage_tokens=passage_tokens)
     start = time.perf_counter()
-    for i in range(0, len(turns), 8):
-        sid = f"s{i // 8}"
-        for t in turns[i:i + 8]:
-            memory.observe("u1", sid, "assistant", t)
-        memory.end_session("u1", sid)
+    with memory.bulk() if bulk else contextlib.nullcontext():
+        for i in range(0, len(turns), 8):
+            sid = f"s{i // 8}"
+            for t in turns[i:i + 8]:
+                memory.observe("u1", sid, "assistant", t)
+            memory.end_session("u1", sid)
     elapsed = time.perf_counter() - start
-    store.close()
+    assert not store.pending_episodes("u1")
+    memory.close()
     return elapsed
+
+
+def timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+# the ratios the issue sets targets for (and their neighbours): (name, numerator pass, denominator pass)
+RATIOS = [("bare / observe (target >= 0.90)", "bare", "cold"),
+          ("bare on the passages / observe", "bare passages", "cold"),
+          ("bare on the passages per session / observe", "bare sessions", "cold"),
+          ("bare / observe whole turns", "bare", "whole"),
+          ("bare / observe in bulk mode", "bare", "bulk"),
+          ("bare on the passages / observe in bulk mode", "bare passages", "bulk"),
+          ("bare / observe whole turns in bulk mode", "bare", "bulk whole"),
+          ("warm speed-up: observe / observe warm (target >= 5)", "cold", "warm")]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--turns", type=int, default=320)
+    ap.add_argument("--rounds", type=int, default=3, help="every pass once per round; medians are reported")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
     turns = long_turns(args.turns)
     tokens = sum(count(t) for t in turns)
-    bare_encoder = MiniLMEmbedder(batch_size=32)
-    bare_encoder(turns[:32])  # load the model outside the timing
-    start = time.perf_counter()
-    bare_encoder(turns)
-    bare = time.perf_counter() - start
-    passages = [text for t in turns for _, text in episode_items(
-        Episode("", "u1", "s", "t", "assistant", "assistant", t, 0.0, 0, passage_tokens=PASSAGE_TOKENS))]
-    start = time.perf_counter()
-    bare_encoder(passages)
-    bare_passages = time.perf_counter() - start
     by_session = [[text for t in turns[i:i + 8] for _, text in episode_items(
         Episode("", "u1", "s", "t", "assistant", "assistant", t, 0.0, 0, passage_tokens=PASSAGE_TOKENS))]
         for i in range(0, len(turns), 8)]
-    start = time.perf_counter()
-    for texts in by_session:  # as observe embeds them: one call per session of 8 turns
-        bare_encoder(texts)
-    bare_sessions = time.perf_counter() - start
+    passages = [text for texts in by_session for text in texts]
+    bare_encoder = MiniLMEmbedder(batch_size=32)
     whole_encoder = MiniLMEmbedder(batch_size=32, max_tokens=512)
-    whole_encoder(turns[:32])
-    start = time.perf_counter()
-    whole_encoder(turns)
-    bare_whole = time.perf_counter() - start
     encoder = MiniLMEmbedder(batch_size=32)
-    encoder(["load"])
-    with tempfile.TemporaryDirectory() as tmp:
-        cold = observe(turns, cached(encoder, Path(tmp) / "e.sqlite3"))
-        warm = observe(turns, cached(encoder, Path(tmp) / "e.sqlite3"))
-        whole = observe(turns, cached(encoder, Path(tmp) / "whole.sqlite3"), passage_tokens=0)
-    rows = [{"run": name, "seconds": round(s, 2), "turns_per_s": round(len(turns) / s, 1),
-             "tokens_per_s": round(tokens / s)} for name, s in (("bare embedder", bare),
-                                                                (f"bare embedder on their {len(passages)} passages", bare_passages),
-                                                                ("bare embedder on the passages, one call per session", bare_sessions),
-                                                                ("bare embedder, whole turns, 512 window", bare_whole),
-                                                                ("observe, cache cold", cold),
-                                                                ("observe whole turns (passage_tokens=0), cache cold", whole),
-                                                                ("observe, cache warm", warm))]
-    table = pd.DataFrame(rows)
-    print(f"{len(turns)} turns, {tokens} tokens (cl100k), mean {tokens / len(turns):.0f}")
+    for e in (bare_encoder, whole_encoder, encoder):
+        e(turns[:32])  # load the model outside the timing
+    names = {"bare": "bare embedder (each turn cut at 256 tokens)",
+             "bare passages": f"bare embedder on their {len(passages)} passages",
+             "bare sessions": "bare embedder on the passages, one call per session",
+             "bare whole": "bare embedder, whole turns, 512 window",
+             "cold": "observe, cache cold",
+             "whole": "observe whole turns (passage_tokens=0), cache cold",
+             "bulk": "observe in bulk mode, cache cold",
+             "bulk whole": "observe whole turns in bulk mode, cache cold",
+             "warm": "observe, cache warm"}
+    seconds: dict[str, list[float]] = {k: [] for k in names}
+    for r in range(args.rounds):
+        with tempfile.TemporaryDirectory() as tmp:
+            cache = Path(tmp)
+            for key, fn in (("bare", lambda: bare_encoder(turns)),
+                            ("bare passages", lambda: bare_encoder(passages)),
+                            ("bare sessions", lambda: [bare_encoder(texts) for texts in by_session]),
+                            ("bare whole", lambda: whole_encoder(turns)),
+                            ("cold", lambda: observe(turns, cached(encoder, cache / "e.sqlite3"))),
+                            ("warm", lambda: observe(turns, cached(encoder, cache / "e.sqlite3"))),
+                            ("whole", lambda: observe(turns, cached(encoder, cache / "whole.sqlite3"), passage_tokens=0)),
+                            ("bulk", lambda: observe(turns, cached(encoder, cache / "bulk.sqlite3"), bulk=True)),
+                            ("bulk whole", lambda: observe(turns, cached(encoder, cache / "bulk-whole.sqlite3"),
+                                                           passage_tokens=0, bulk=True))):
+                seconds[key].append(timed(fn))
+        print(f"round {r + 1}/{args.rounds}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in seconds.items()), flush=True)
+    table = pd.DataFrame([{"run": names[k], "seconds (median)": round(statistics.median(v), 2),
+                           "seconds (each round)": " / ".join(f"{x:.2f}" for x in v),
+                           "turns_per_s": round(len(turns) / statistics.median(v), 1),
+                           "tokens_per_s": round(tokens / statistics.median(v))} for k, v in seconds.items()])
+    ratios = pd.DataFrame([{"ratio": name, "median": round(statistics.median(per), 2),
+                            "each round": " / ".join(f"{x:.2f}" for x in per)}
+                           for name, a, b in RATIOS for per in [[x / y for x, y in zip(seconds[a], seconds[b])]]])
+    print(f"\n{len(turns)} turns, {tokens} tokens (cl100k), mean {tokens / len(turns):.0f}; {args.rounds} rounds")
     print(table.to_string(index=False))
-    print(f"\nbare / cold = {bare / cold:.2f} (target >= 0.90); bare on the passages / cold = {bare_passages / cold:.2f}; "
-          f"per session / cold = {bare_sessions / cold:.2f}; bare on the whole turns / cold = {bare_whole / cold:.2f}; "
-          f"bare / observe whole turns = {bare / whole:.2f}; warm speed-up = {cold / warm:.1f}x (target >= 5)")
+    print("\nratios of time, within each round (higher: observe is nearer the bare embedder)")
+    print(ratios.to_string(index=False))
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         table.to_csv(out / "ingest.csv", index=False)
-        (out / "ingest.json").write_text(json.dumps({"turns": len(turns), "tokens": tokens}))
+        ratios.to_csv(out / "ratios.csv", index=False)
+        (out / "ingest.json").write_text(json.dumps({"turns": len(turns), "tokens": tokens, "rounds": args.rounds}))
 
 
 if __name__ == "__main__":

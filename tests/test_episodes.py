@@ -5,12 +5,13 @@ import pytest
 
 from conftest import open_store
 from memkit import FactStore, Memory, tokens
+from memkit import errors as memkit_errors
 from memkit.embed import MiniLMEmbedder
 from memkit.eval.data import DSession, DTurn, Conversation, Probe
 from memkit.eval.runner import run
 from memkit.assemble import line_cost
 from memkit.recall import RecallOptions, fuse, recall_episodes
-from memkit.types import Episode, Fact
+from memkit.types import Episode, Fact, reproducible_ids
 
 
 def ep(user, text, session="s1", speaker="Caroline", turn=None):
@@ -543,3 +544,95 @@ def test_each_ended_session_is_embedded_in_one_batch_whatever_the_background_loa
         memory.close()
         episodes = [b for b in embedder.batches if b and b[0].startswith("user: In session")]
         assert episodes == [[f"user: {t}" for t in turns] for turns in sessions], f"run {run}: batches of {[len(b) for b in episodes]} turns"
+
+
+def _history():
+    """Three sessions of two users: long assistant answers (indexed as passages) and user turns with facts."""
+    answer = ("For the {w} garden, water the beds early in the morning. Mulch keeps the soil moist for days, and "
+              "compost in spring feeds the roots. A fence of chestnut paling keeps rabbits out of the {w} beds. ") * 4
+    return {user: [[("user", f"I prefer metric units and my {w} garden is {n} square metres."),
+                    ("assistant", answer.format(w=w)), ("user", f"My {w} shed roof leaks again."),
+                    ("assistant", answer.format(w=w + " lower"))] for n, w in enumerate(words)]
+            for user, words in {"ana": ["north", "south", "east"], "ben": ["west", "upper", "lower"]}.items()}
+
+
+def _observe(memory: Memory, history) -> None:
+    with reproducible_ids("history"):  # the same ids in both memories: ties between equal scores go by id
+        _observe_all(memory, history)
+
+
+def _observe_all(memory: Memory, history) -> None:
+    for user, sessions in history.items():
+        for s, turns in enumerate(sessions):
+            for role, text in turns:
+                memory.observe(user, f"s{s}", role, text, time=1.7e9 + s * 86400)
+            memory.end_session(user, f"s{s}")
+
+
+def test_bulk_embeds_every_users_turns_in_one_call_and_leaves_the_same_memory():
+    history = _history()
+    embedder = RecordingMiniLM()
+    bulk = Memory(store=FactStore.ephemeral(embedder))
+    with bulk.bulk() as memory:
+        assert memory is bulk
+        _observe(bulk, history)
+        waiting = {u: len(bulk.store.pending_episodes(u)) for u in history}
+        assert waiting == {"ana": 12, "ben": 12}  # ended sessions and opened ones embedded nothing
+        assert not [b for b in embedder.batches if any(t.startswith("user: ") for t in b)]  # facts only
+    assert {u: bulk.store.pending_episodes(u) for u in history} == {"ana": [], "ben": []}
+    turns = [b for b in embedder.batches if any(t.startswith("user: ") for t in b)]
+    assert len(turns) == 1  # both users' turns in one call, their long answers as passages (more texts than turns)
+    assert {"user: My north shed roof leaks again.", "user: My west shed roof leaks again."} <= set(turns[0])
+    assert len(turns[0]) > 24
+
+    plain = Memory(store=FactStore.ephemeral(MiniLMEmbedder()))
+    _observe(plain, history)
+    for user in history:
+        assert sorted(f.text for f in bulk.store.get(user)) == sorted(f.text for f in plain.store.get(user))
+        for question in ("How big is the north garden?", "What keeps rabbits out?", "Which units do I use?"):
+            a, b = bulk.context(user, "q", question, 300), plain.context(user, "q", question, 300)
+            assert a.messages == b.messages
+    bulk.close()
+    plain.close()
+
+
+def test_in_bulk_a_batch_is_bounded_and_a_read_sees_every_turn(store):
+    memory = Memory(store=store, passage_tokens=0)
+    with memory.bulk(size=3):
+        memory.observe("u", "s1", "user", "My cello lesson moved to Thursday.")
+        memory.observe("u", "s1", "user", "The cello teacher is called Ines.")
+        assert len(store.pending_episodes("u")) == 2
+        memory.observe("v", "s1", "user", "I keep bees on the roof.")  # the third turn waiting, of any user
+        assert store.pending_episodes("u") == [] and store.pending_episodes("v") == []
+        memory.end_session("u", "s1")
+        memory.observe("u", "s2", "user", "Ines plays the viola da gamba too.")
+        assert len(store.pending_episodes("u")) == 1
+        ctx = memory.context("v", "t", "Who teaches the cello?", 200)
+        assert "cello" not in " ".join(m["content"] for m in ctx.messages)  # never another user's turns
+        found = [i for i, _ in store.lexical("u", "episodes", "viola", 5, session="s3")]
+        assert len(found) == 1 and store.pending_episodes("u") == []  # the read embedded it first
+    with pytest.raises(memkit_errors.InvalidArgument):
+        with memory.bulk(size=0):
+            pass
+
+
+def test_a_bulk_left_by_an_exception_keeps_its_turns_and_bulk_does_not_nest(embedder):
+    memory = Memory(store=FactStore.ephemeral(embedder))
+    with pytest.raises(RuntimeError, match="agent crashed"):
+        with memory.bulk():
+            memory.observe("u", "s1", "user", "We planted the tulips by the old well.")
+            raise RuntimeError("agent crashed")
+    assert len(memory.store.pending_episodes("u")) == 1  # recorded, still pending: nothing lost
+    ctx = memory.context("u", "s2", "Where did we plant the tulips?", 200)
+    assert "old well" in " ".join(m["content"] for m in ctx.messages)
+    assert memory.store.pending_episodes("u") == []
+    with memory.bulk():
+        with pytest.raises(memkit_errors.ConfigError, match="does not nest"):
+            with memory.bulk():
+                pass
+        memory.observe("u", "s3", "user", "Lea moved to Lisbon.")
+    assert memory.store.pending_episodes("u") == []
+    memory.close()
+    with pytest.raises(memkit_errors.StoreClosed):
+        with memory.bulk():
+            pass

@@ -194,7 +194,7 @@ def measure(users: int, items_per_user: int, backend: str = "persistent", querie
         uid = rng.choice(warm_users)
         text = rng.choice(TURNS).format(o=rng.choice(OBJECTS), p=rng.choice(OBJECTS))
         _timed([(observe, lambda: memory.observe(uid, sessions[uid], "user", text)),
-                (bare_write, lambda: store.vectors.put("scale-bare", "scale-bare", "episodes", [f"w{i}"], [text],
+                (bare_write, lambda: store.vectors.put("scale-bare", "scale-bare", "episodes", [f"w{i}"],
                                                        [store.embed_query(text)]))], rng)
     memory.close()
     disk = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())

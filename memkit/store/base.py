@@ -16,6 +16,7 @@ from ..types import Episode, Fact
 T = TypeVar("T")
 PARTS = ("facts", "episodes")  # the two kinds of item a user's index holds
 EMBED_BATCH = 32  # pending episodes of one user embedded together (docs/architecture.md §2)
+BULK_SIZE = 1000  # in bulk mode: pending episodes of all users embedded together (``FactStore.bulk``)
 SIMILARITY_WEIGHT, IMPORTANCE_WEIGHT = 0.7, 0.3
 # The floor applies to similarity. The seeds' 0.6 was set for large API embedders; with MiniLM a
 # question and the fact answering it have a median cosine of 0.46 on the built-in suite, and small talk
@@ -126,8 +127,10 @@ class VectorIndex(Protocol):
 
     dimension: int
 
-    def put(self, owner: str, user_id: str, part: str, ids: Sequence[str], texts: Sequence[str],
-            vectors: Sequence[Sequence[float]]) -> None: ...
+    def put(self, owner: str, user_id: str, part: str, ids: Sequence[str], vectors: Sequence[Sequence[float]]) -> None:
+        """Insert or replace the owner's items ``ids`` with ``vectors``. Vectors only: an item's text lives in
+        the records and the profile, which a read takes it from."""
+        ...
 
     def remove(self, owner: str, user_id: str, part: str, ids: Sequence[str]) -> None: ...
 

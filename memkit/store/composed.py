@@ -21,8 +21,8 @@ from .. import embed as _embed
 from .. import validate
 from ..errors import ConfigError, IsolationError, StoreClosed, StoreUnavailable
 from ..types import Episode, Event, Fact, Hit, fold
-from .base import (DEFAULT_FLOOR, EMBED_BATCH, IMPORTANCE_WEIGHT, PARTS, SIMILARITY_WEIGHT, TextIndex, VectorIndex,
-                   check_parts, check_where, episode_items, matches, owner_of)
+from .base import (BULK_SIZE, DEFAULT_FLOOR, EMBED_BATCH, IMPORTANCE_WEIGHT, PARTS, SIMILARITY_WEIGHT, TextIndex,
+                   VectorIndex, check_parts, check_where, episode_items, matches, owner_of)
 from . import backends
 from .chroma import MAX_USERS
 from .episodes import EpisodeArchive
@@ -144,7 +144,7 @@ class FactStore:
         """Insert or replace ``facts`` (by id) for ``user_id``; every fact must belong to that user."""
         owner = self._owner(user_id)
         if not facts:
-            self.vectors.put(owner, user_id, "facts", [], [], [])
+            self.vectors.put(owner, user_id, "facts", [], [])
             return
         self.facts.change(owner, user_id, facts, [])
 
@@ -198,6 +198,16 @@ class FactStore:
         With ``extract`` the record says, in the same commit, that its facts are still to be extracted, until
         ``extracted`` settles it: a turn whose extraction waits for the model survives the process."""
         return self.archive.add(self._owner(user_id), user_id, episode, extract)
+
+    @contextmanager
+    def bulk(self, size: int = BULK_SIZE) -> Iterator["FactStore"]:
+        """Bulk mode, for a burst of writes (an import, a benchmark's ingest): observed turns wait in the records
+        until ``size`` of them do, of any users, and are then embedded in one call, sorted by length, with one
+        commit per user; what waits is embedded on leaving. A read meanwhile still embeds what it needs first.
+        Left by an exception, the turns stay recorded and pending: the next read or ``embed_pending`` takes them."""
+        self._check_open()
+        with self.archive.bulk(validate.positive_int("size", size)):
+            yield self
 
     def embed_pending(self, user_id: str, but_session: str | None = None) -> int:
         """Embed and index (one commit) the user's recorded episodes not yet indexed, but ``but_session``'s (a

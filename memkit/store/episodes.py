@@ -6,9 +6,10 @@ text index it is given, and never calls back into the store.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, ContextManager, Sequence
+from contextlib import ExitStack, contextmanager
+from typing import Any, Callable, ContextManager, Iterator, Sequence
 
-from ..errors import IsolationError
+from ..errors import ConfigError, IsolationError
 from ..types import Episode
 from .base import TextIndex, VectorIndex, episode_items
 from .records import Records
@@ -16,7 +17,8 @@ from .records import Records
 
 class EpisodeArchive:
     """Records episodes, and embeds a user's pending ones in one batch once ``batch`` wait (or when a reader
-    needs them): one embedder call, one commit of vectors, words and the embedded marks."""
+    needs them): one embedder call, one commit of vectors, words and the embedded marks. In ``bulk`` mode,
+    the pending turns of every user observed wait until ``bulk`` of them do, and go in one embedder call."""
 
     def __init__(self, records: Records, vectors: VectorIndex, text: TextIndex, embedder: Any,
                  unit: Callable[[], ContextManager[Any]], batch: int) -> None:
@@ -24,31 +26,79 @@ class EpisodeArchive:
         self.unit, self.batch = unit, batch
         self._locks: dict[str, threading.Lock] = {}  # per owner: one embedding batch at a time
         self._guard = threading.Lock()
+        self._bulk: dict[str, str] | None = None  # in bulk mode: owner -> user id of the users with turns waiting
+        self._bulk_size = self._waiting = 0
 
     def add(self, owner: str, user_id: str, episode: Episode, extract: bool) -> Episode:
         if episode.user_id != user_id:
             raise IsolationError(f"episode of {episode.user_id!r} offered to {user_id!r}")
         stored = self.records.add_episode(owner, episode, extract)
-        if self.records.count_episodes(owner, pending=True) >= self.batch:
+        if self._bulk is not None:
+            with self._guard:
+                self._bulk[owner] = user_id
+                self._waiting += 1
+                full = self._waiting >= self._bulk_size
+            if full:
+                self.embed_waiting()
+        elif self.records.count_episodes(owner, pending=True) >= self.batch:
             self.embed_pending(owner, user_id, None)
         return stored
+
+    @contextmanager
+    def bulk(self, size: int) -> Iterator[None]:
+        """Bulk mode (``FactStore.bulk``): turns wait until ``size`` of them do, then all users' go in one
+        embedder call; what waits is embedded on leaving (left by an exception, it stays pending, recorded)."""
+        with self._guard:
+            if self._bulk is not None:
+                raise ConfigError("this store is already in bulk mode: bulk() does not nest")
+            self._bulk, self._bulk_size, self._waiting = {}, size, 0
+        ok = False
+        try:
+            yield
+            ok = True
+        finally:
+            if ok:
+                self.embed_waiting()
+            with self._guard:
+                self._bulk = None
+
+    def embed_waiting(self) -> int:
+        """Embed the pending episodes of every user bulk mode saw, in one embedder call; how many."""
+        with self._guard:
+            users = dict(self._bulk or {})
+            if self._bulk is not None:
+                self._bulk.clear()
+            self._waiting = 0
+        return self._embed(users, None, None)
 
     def embed_pending(self, owner: str, user_id: str, but_session: str | None, only: Sequence[str] | None = None) -> int:
         """Embed and index the user's recorded but unembedded episodes, except ``but_session``'s (and of them
         only the ids in ``only``, when given); how many."""
         if only is not None and not only:
             return 0
-        with self._guard:
-            lock = self._locks.setdefault(owner, threading.Lock())
-        with lock:  # a read and a session's warm-up at once: one batch, the other finds nothing left
-            pending = self.records.episodes(owner, user_id, only, pending=True, but_session=but_session)
-            if not pending:
+        return self._embed({owner: user_id}, but_session, only)
+
+    def _embed(self, users: dict[str, str], but_session: str | None, only: Sequence[str] | None) -> int:
+        """One embedder call over the pending episodes of ``users`` (owner -> user id), sorted by length in it;
+        then, per user, one commit of vectors, words and the embedded marks."""
+        with ExitStack() as held:
+            for owner in sorted(users):  # a read and a session's warm-up at once: one batch, the other finds
+                with self._guard:        # nothing left; taken in one order, so two bulk calls never deadlock
+                    lock = self._locks.setdefault(owner, threading.Lock())
+                held.enter_context(lock)
+            pending = {owner: self.records.episodes(owner, user_id, only, pending=True, but_session=but_session)
+                       for owner, user_id in users.items()}
+            items = {owner: [item for e in eps for item in episode_items(e)] for owner, eps in pending.items()}
+            texts = [text for its in items.values() for _, text in its]
+            if not texts:
                 return 0
-            items = [item for e in pending for item in episode_items(e)]
-            texts = [text for _, text in items]
-            vectors = self.embedder(texts)
-            with self.unit():
-                self.vectors.put(owner, user_id, "episodes", [ref for ref, _ in items], texts, vectors)
-                self.text.change(owner, "episodes", items)
-                self.records.mark_embedded(owner, [e.id for e in pending])
-            return len(pending)
+            vectors = iter(self.embedder(texts))
+            for owner, its in items.items():
+                if not its:
+                    continue
+                mine = [next(vectors) for _ in its]
+                with self.unit():
+                    self.vectors.put(owner, users[owner], "episodes", [ref for ref, _ in its], mine)
+                    self.text.change(owner, "episodes", its)
+                    self.records.mark_embedded(owner, [e.id for e in pending[owner]])
+            return sum(map(len, pending.values()))
