@@ -18,7 +18,7 @@ from .records import Records
 class EpisodeArchive:
     """Records episodes, and embeds a user's pending ones in one batch once ``batch`` wait (or when a reader
     needs them): one embedder call, one commit of vectors, words and the embedded marks. In ``bulk`` mode,
-    the pending turns of every user observed wait until ``bulk`` of them do, and go in one embedder call."""
+    the pending turns of every user observed wait until ``size`` of them do, and go in one embedder call."""
 
     def __init__(self, records: Records, vectors: VectorIndex, text: TextIndex, embedder: Any,
                  unit: Callable[[], ContextManager[Any]], batch: int) -> None:
