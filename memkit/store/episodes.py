@@ -39,7 +39,7 @@ class EpisodeArchive:
                 self._waiting += 1
                 full = self._waiting >= self._bulk_size
             if full:
-                self.embed_waiting()
+                self._embed_waiting()
         elif self.records.count_episodes(owner, pending=True) >= self.batch:
             self.embed_pending(owner, user_id, None)
         return stored
@@ -58,17 +58,14 @@ class EpisodeArchive:
             ok = True
         finally:
             if ok:
-                self.embed_waiting()
+                self._embed_waiting()
             with self._guard:
                 self._bulk = None
 
-    def embed_waiting(self) -> int:
-        """Embed the pending episodes of every user bulk mode saw, in one embedder call; how many."""
+    def _embed_waiting(self) -> int:
+        """In bulk mode: embed the pending episodes of every user it saw, in one embedder call; how many."""
         with self._guard:
-            users = dict(self._bulk or {})
-            if self._bulk is not None:
-                self._bulk.clear()
-            self._waiting = 0
+            users, self._bulk, self._waiting = self._bulk or {}, {}, 0
         return self._embed(users, None, None)
 
     def embed_pending(self, owner: str, user_id: str, but_session: str | None, only: Sequence[str] | None = None) -> int:
@@ -82,8 +79,10 @@ class EpisodeArchive:
         """One embedder call over the pending episodes of ``users`` (owner -> user id), sorted by length in it;
         then, per user, one commit of vectors, words and the embedded marks."""
         with ExitStack() as held:
-            for owner in sorted(users):  # a read and a session's warm-up at once: one batch, the other finds
-                with self._guard:        # nothing left; taken in one order, so two bulk calls never deadlock
+            # per user, one batch at a time (a read and a session's warm-up at once: the second finds nothing
+            # left); the locks are taken in one order, so that two calls over several users never deadlock
+            for owner in sorted(users):
+                with self._guard:
                     lock = self._locks.setdefault(owner, threading.Lock())
                 held.enter_context(lock)
             pending = {owner: self.records.episodes(owner, user_id, only, pending=True, but_session=but_session)
