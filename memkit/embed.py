@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
@@ -28,6 +28,9 @@ CHARS_PER_TOKEN = 101
 # A batch holds at most this many tokens, padding included: on 2 cores, 128-token passages ran 25% faster in
 # batches of 8 than of 32 (README, "Bigger runs"), while short sentences still go 64 and more at a time.
 BATCH_TOKENS = 1024
+# One more encoder call costs about as much time as this many more tokens (``python scripts/measure_encoder.py
+# --call-cost``: 13-25 on 2 cores, README "Ingest"); ``batches`` weighs its cuts with it.
+CALL_TOKENS = 20
 
 
 @lru_cache(maxsize=None)
@@ -45,6 +48,28 @@ def _tokenizer(window: int = MAX_TOKENS) -> Any:
 def _truncates(text: str, window: int = MAX_TOKENS) -> bool:
     """Whether a window of ``window`` tokens cuts ``text`` (remembered: a read asks again about the lines it packs)."""
     return len(text) > window * CHARS_PER_TOKEN or bool(_tokenizer(window).encode(text).overflowing)
+
+
+def batches(lengths: Sequence[int], size: int, bound: int = BATCH_TOKENS, call: int = CALL_TOKENS) -> list[list[int]]:
+    """The encoder's batches for texts of ``lengths`` tokens: their indices, shortest first, at most ``size`` texts
+    and ``bound`` tokens (padding included) a batch, a longer text alone. The cuts are where the padded tokens plus
+    ``call`` tokens a batch come to least: a shortest path over the sorted lengths. (Filling each batch in turn
+    padded one session's 24 passages about 5% more: a batch's short texts were padded to the next long one.)"""
+    order = sorted(range(len(lengths)), key=lengths.__getitem__)
+    width = np.array([max(lengths[i], 1) for i in order], dtype=np.int64)
+    best = np.zeros(len(order) + 1)  # best[j]: the least cost of the first j texts; start[j]: where their last batch starts
+    start = np.zeros(len(order) + 1, dtype=np.int64)
+    for j in range(1, len(order) + 1):
+        m = np.arange(1, min(size, j, max(1, bound // int(width[j - 1]))) + 1)  # the sizes a last batch may have
+        cost = best[j - m] + m * width[j - 1] + call
+        pick = int(np.argmin(cost))  # the first of equals: the smallest such batch
+        best[j], start[j] = cost[pick], j - m[pick]
+    out: list[list[int]] = []
+    j = len(order)
+    while j:
+        out.append(order[start[j]:j])
+        j = int(start[j])
+    return out[::-1]
 
 
 @register_embedding_function
@@ -93,17 +118,12 @@ class MiniLMEmbedder(EmbeddingFunction[Documents]):
         out: list[np.ndarray] = [np.empty(0, np.float32)] * len(texts)
         if not texts:
             return out
-        # tokenized once, sorted by length so a batch wastes little on padding, cut into batches of at most
-        # batch_size texts and BATCH_TOKENS tokens; a text's vector is the same in any batch (the tests check)
+        # tokenized once, then embedded in the batches ``batches`` plans; a text's vector is the same in any
+        # batch (the tests check)
         enc = self._tokenizer.encode_batch([t[:self.max_tokens * CHARS_PER_TOKEN] for t in texts])
         lengths = [sum(e.attention_mask) for e in enc]
-        batch: list[int] = []
-        for i in sorted(range(len(texts)), key=lambda i: lengths[i]):
-            if batch and (len(batch) == self.batch_size or (len(batch) + 1) * lengths[i] > BATCH_TOKENS):
-                self._embed_into(out, batch, enc, lengths)
-                batch = []
-            batch.append(i)
-        self._embed_into(out, batch, enc, lengths)
+        for batch in batches(lengths, self.batch_size):
+            self._embed_into(out, batch, enc, lengths)
         return out
 
     def _embed_into(self, out: list[np.ndarray], batch: list[int], enc: list[Any], lengths: list[int]) -> None:

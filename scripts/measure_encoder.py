@@ -6,6 +6,12 @@ Times one pass over the passages (128 tokens) of long assistant turns from gener
 combination of intra-op threads (1, 2), graph optimisation (basic, extended, all: ONNX Runtime's default)
 and batch size (8, 16, 32, 64), each after a warm-up batch, with the model's own tokenizer and memkit's
 pooling. Prints passages/s per combination. Not a test: run it alone on the machine, it is a timing.
+
+    python scripts/measure_encoder.py --call-cost --out results/encoder
+
+Instead fits what one more encoder call costs beside its tokens (``memkit.embed.CALL_TOKENS``, by which
+``batches`` cuts a call's texts): memkit's encoder on batches of 1, 2, 4 and 8 texts of 16, 32, 64 and 128
+tokens, twice over, and a least-squares fit of the seconds to tokens, tokens times width (attention) and calls.
 """
 
 from __future__ import annotations
@@ -62,11 +68,43 @@ def run(session: ort.InferenceSession, tok: Tokenizer, texts: list[str], batch: 
     return time.perf_counter() - start
 
 
+def call_cost(out: str) -> None:
+    """Fit seconds = a * tokens + b * tokens * width + c per call, and print c / a: a call in tokens."""
+    from memkit.embed import MiniLMEmbedder
+
+    encoder = MiniLMEmbedder()
+    encoder(["load the model"])
+    rng = np.random.default_rng(0)
+    rows = []
+    for _, width, n in itertools.product(range(2), (16, 32, 64, 128), (1, 2, 4, 8)):
+        ids = rng.integers(1000, 20000, size=(n, width))  # word pieces, between [CLS] and [SEP]
+        ids[:, 0], ids[:, -1] = 101, 102
+        mask = np.ones_like(ids)
+        encoder._encode(ids, mask)
+        reps = max(5, 8000 // (n * width))
+        start = time.perf_counter()
+        for _ in range(reps):
+            encoder._encode(ids, mask)
+        rows.append({"width": width, "texts": n, "ms": (time.perf_counter() - start) / reps * 1000})
+    table = pd.DataFrame(rows)
+    tokens = table.texts * table.width
+    (a, b, c), *_ = np.linalg.lstsq(np.column_stack([tokens, tokens * table.width, np.ones(len(table))]),
+                                    table.ms.to_numpy(), rcond=None)
+    print(table.pivot_table(index="width", columns="texts", values="ms").round(2).to_string())
+    print(f"ms a token {a:.4f}, a token times width {b:.6f}, a call {c:.2f}: a call costs {c / a:.0f} tokens")
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        table.to_csv(Path(out) / "call_cost.csv", index=False)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--texts", type=int, default=256)
+    ap.add_argument("--call-cost", action="store_true", help="fit what one more encoder call costs, in tokens")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
+    if args.call_cost:
+        return call_cost(args.out)
     texts = passages(args.texts)
     tok = Tokenizer.from_str((resources.files("memkit") / "assets" / "minilm_tokenizer.json").read_text("utf-8"))
     tok.enable_padding(pad_id=0, pad_token="[PAD]")

@@ -89,3 +89,37 @@ def test_a_wider_window_embeds_the_tail_the_default_cuts_and_is_part_of_the_iden
     for bad in (0, 513, "512"):
         with pytest.raises(ConfigError):
             MiniLMEmbedder(max_tokens=bad)
+
+
+def test_batches_hold_every_text_once_within_the_bounds_and_cost_less_than_filling_each_in_turn():
+    import random
+
+    from memkit.embed import BATCH_TOKENS, CALL_TOKENS, batches
+
+    def cost(lengths, plan):  # padded tokens, and a call's worth of tokens a batch
+        return sum(max(lengths[i] for i in b) * len(b) + CALL_TOKENS for b in plan)
+
+    def filled(lengths, size):  # shortest first, each batch filled until the next text would not fit (the plan before)
+        plan, batch = [], []
+        for i in sorted(range(len(lengths)), key=lengths.__getitem__):
+            if batch and (len(batch) == size or (len(batch) + 1) * lengths[i] > BATCH_TOKENS):
+                plan.append(batch)
+                batch = []
+            batch.append(i)
+        return plan + [batch] if batch else plan
+
+    rng = random.Random(7)
+    for _ in range(300):
+        lengths = [rng.choice([rng.randint(2, 40), rng.randint(90, 130), rng.randint(200, 1500)])
+                   for _ in range(rng.randint(0, 60))]
+        size = rng.choice([1, 4, 32, 128])
+        plan = batches(lengths, size)
+        assert sorted(i for b in plan for i in b) == list(range(len(lengths)))
+        assert [lengths[i] for b in plan for i in b] == sorted(lengths)  # shortest first
+        for b in plan:
+            assert len(b) <= size and (len(b) == 1 or max(lengths[i] for i in b) * len(b) <= BATCH_TOKENS)
+        assert cost(lengths, plan) <= cost(lengths, filled(lengths, size))
+    # one session's passages: full ones and the turns' shorter tails; filled in turn, the tails pad to the 120
+    lengths = [20] * 7 + [120] + [128] * 16
+    assert cost(lengths, batches(lengths, 32)) < cost(lengths, filled(lengths, 32))
+    assert batches([], 32) == []
