@@ -29,7 +29,7 @@ CHARS_PER_TOKEN = 101
 # batches of 8 than of 32 (README, "Bigger runs"), while short sentences still go 64 and more at a time.
 BATCH_TOKENS = 1024
 # One more encoder call costs about as much time as this many more tokens (``python scripts/measure_encoder.py
-# --call-cost``: 13-25 on 2 cores, README "Ingest"); ``batches`` weighs its cuts with it.
+# --call-cost``: 19 on 2 cores, README "ONNX Runtime's options"); ``batches`` weighs its cuts with it.
 CALL_TOKENS = 20
 
 
@@ -85,6 +85,8 @@ class MiniLMEmbedder(EmbeddingFunction[Documents]):
     def __init__(self, batch_size: int = 128, threads: int = 0, max_tokens: int = MAX_TOKENS) -> None:
         if not (isinstance(max_tokens, int) and 1 <= max_tokens <= POSITIONS):
             raise ConfigError(f"max_tokens is the embedder's window, 1 to {POSITIONS} tokens; got {max_tokens!r}")
+        if not (isinstance(batch_size, int) and batch_size >= 1):
+            raise ConfigError(f"batch_size is the most texts an encoder batch holds, 1 or more; got {batch_size!r}")
         self.batch_size = batch_size
         self.threads = threads
         self.max_tokens = max_tokens

@@ -89,6 +89,9 @@ def test_a_wider_window_embeds_the_tail_the_default_cuts_and_is_part_of_the_iden
     for bad in (0, 513, "512"):
         with pytest.raises(ConfigError):
             MiniLMEmbedder(max_tokens=bad)
+    for bad in (0, -1, "32"):  # a batch holds at least one text
+        with pytest.raises(ConfigError):
+            MiniLMEmbedder(batch_size=bad)
 
 
 def test_batches_hold_every_text_once_within_the_bounds_and_cost_less_than_filling_each_in_turn():
