@@ -109,8 +109,8 @@ RATIOS = [("bare / observe (target >= 0.90)", "bare", "cold"),
           ("bare on the passages / observe in bulk mode", "bare passages", "bulk"),
           ("bare / observe whole turns in bulk mode", "bare", "bulk whole"),
           ("warm speed-up: observe / observe warm (target >= 5)", "cold", "warm")]
-# the same forward passes in both (the passages, one call per session; the cut turns, one call per session in
-# observe and one call in all for the bare embedder: the same texts, batched alike within a call's length order)
+# the same texts embedded in both: the same forward passes for the passages (per session, or in one call), the
+# same cut turns in a little other batching for whole turns (one call per session in observe, one in all bare)
 SHARES = [("encoder share: observe / bare on the passages per session", "cold", "bare sessions"),
           ("encoder share: observe in bulk mode / bare on the passages", "bulk", "bare passages"),
           ("encoder share: observe whole turns / bare", "whole", "bare"),
@@ -144,7 +144,7 @@ def main() -> None:
              "bulk whole": "observe whole turns in bulk mode, cache cold",
              "warm": "observe, cache warm"}
     seconds: dict[str, list[float]] = {k: [] for k in names}
-    encoding: dict[str, list[float]] = {k: [] for k in names}  # seconds of forward passes in each pass
+    forward_s: dict[str, list[float]] = {k: [] for k in names}  # seconds of forward passes in each pass
     for r in range(args.rounds):
         with tempfile.TemporaryDirectory() as tmp:
             cache = Path(tmp)
@@ -161,21 +161,19 @@ def main() -> None:
                 total, forward = timed(fn, whole_encoder if key == "bare whole" else
                                        bare_encoder if key.startswith("bare") else encoder)
                 seconds[key].append(total)
-                encoding[key].append(forward)
+                forward_s[key].append(forward)
         print(f"round {r + 1}/{args.rounds}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in seconds.items()), flush=True)
+    share = {k: [e / t for e, t in zip(forward_s[k], v)] for k, v in seconds.items()}  # the encoder's, per round
     table = pd.DataFrame([{"run": names[k], "seconds (median)": round(statistics.median(v), 2),
                            "seconds (each round)": " / ".join(f"{x:.2f}" for x in v),
                            "turns_per_s": round(len(turns) / statistics.median(v), 1),
                            "tokens_per_s": round(tokens / statistics.median(v)),
-                           "encoder share (median)": round(statistics.median(
-                               e / t for e, t in zip(encoding[k], v)), 3)} for k, v in seconds.items()])
+                           "encoder share (median)": round(statistics.median(share[k]), 3)}
+                          for k, v in seconds.items()])
     ratios = pd.DataFrame([{"ratio": name, "median": round(statistics.median(per), 2),
                             "each round": " / ".join(f"{x:.2f}" for x in per)}
-                           for name, a, b in RATIOS for per in [[x / y for x, y in zip(seconds[a], seconds[b])]]]
-                          + [{"ratio": name, "median": round(statistics.median(per), 2),
-                              "each round": " / ".join(f"{x:.2f}" for x in per)}
-                             for name, a, b in SHARES for per in [[(ea / ta) / (eb / tb) for ea, ta, eb, tb in zip(
-                                 encoding[a], seconds[a], encoding[b], seconds[b])]]])
+                           for pairs, values in ((RATIOS, seconds), (SHARES, share)) for name, a, b in pairs
+                           for per in [[x / y for x, y in zip(values[a], values[b])]]])
     print(f"\n{len(turns)} turns, {tokens} tokens (cl100k), mean {tokens / len(turns):.0f}; {args.rounds} rounds")
     print(table.to_string(index=False))
     print("\nratios of time, within each round (higher: observe is nearer the bare embedder); the encoder share"
@@ -187,7 +185,7 @@ def main() -> None:
         table.to_csv(out / "ingest.csv", index=False)
         ratios.to_csv(out / "ratios.csv", index=False)
         (out / "ingest.json").write_text(json.dumps({"turns": len(turns), "tokens": tokens, "rounds": args.rounds,
-                                                     "seconds": seconds, "encoder_seconds": encoding}))
+                                                     "seconds": seconds, "encoder_seconds": forward_s}))
 
 
 if __name__ == "__main__":
