@@ -25,7 +25,7 @@ import pandas as pd
 
 from memkit import tokens
 from memkit.eval.data import write_suite
-from memkit.eval.data import load
+from memkit.eval.datasets import load
 from memkit.store.lexicon import LexicalIndex, lexical_text, query_terms
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from memkit.eval.data import write_suite
-from memkit.eval.data import load
+from memkit.eval.datasets import load
 from memkit.eval.runner import run
 from memkit.recall import RecallOptions
 

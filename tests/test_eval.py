@@ -10,6 +10,7 @@ import pytest
 from memkit import DatasetError, FactStore
 from memkit.eval import load, run
 from memkit.eval.data import timestamp
+from memkit.eval.datasets import describe
 from memkit.eval.metrics import answer_in_context, duplicate_rate, evidence_recall, normalise, stale
 from memkit.types import Context, Fact, Part
 
@@ -50,6 +51,50 @@ def test_longmemeval_loader():
     assert a.probes[0].evidence == ("sA:0",) and a.probes[0].type == "single-session-user"
     assert b.probes[0].type == "abstention" and b.probes[0].evidence == ()
     assert a.sessions[1].turns[0].content == "It was hot yesterday."
+
+
+def test_realtalk_loader_normalises_evidence_and_counts_what_it_leaves_out():
+    second, tenth = load(DATA / "realtalk", "realtalk")  # a folder: chats in their number's order
+    assert (second.id, tenth.id) == ("Chat_2_fixture", "Chat_10_fixture") and second.user_id == second.id
+    # sessions replayed in time order (session_3 holds day 2); an empty turn is not a turn
+    assert [s.id for s in second.sessions] == ["session_1", "session_3", "session_2"]
+    assert second.turn("D1:4") is None and second.turn("D2:1").speaker == "Ines Duarte"
+    assert second.turn("D1:2").role == "assistant" and second.turn("D1:1").role == "user"
+    assert second.turn("D1:3").content.endswith("[image: a red bicycle leaning on a wall]")
+    assert [p.evidence for p in second.probes] == [("D1:2", "D3:1"), ("D2:1",), ("D3:1", "D3:2", "D3:3"), ("D1:3",),
+                                                   (), ()]
+    assert [p.type for p in second.probes][:3] == ["commonsense", "temporal", "multi-hop"]
+    assert second.notes["questions"] == 6 and second.notes["without_evidence"] == 2
+    assert second.notes["missing_evidence"] == 2 and second.notes["malformed_evidence"] == 2  # D1:9, D9:1; "", "D:56"
+    assert {p.time for p in second.probes} == {timestamp("05.02.2024, 19:00:00")}
+    assert load(DATA / "realtalk" / "Chat_10_fixture.json")[0].probes[0].evidence == ("D1:1",)
+    assert describe([second, tenth]).startswith("7 questions, 2 without evidence")
+
+
+def test_beam_loader_reads_message_ids_and_every_shape_of_evidence():
+    one, two = load(DATA / "beam")  # a folder of conversations, guessed as BEAM
+    assert (one.id, two.id) == ("beam-beam-1", "beam-beam-2")
+    assert [s.id for s in one.sessions] == ["s1", "s2"] and one.sessions[1].time == "March-20-2024"
+    assert one.turn("0").content == "I'm building a budget tracker in Flask; the first sprint ends on March 29."
+    assert one.turn("4").content.endswith("after caching") and one.turn("6").content.endswith("(my own rule).")
+    assert one.turn("1").role == "assistant"
+    by_type = {p.type: p for p in one.probes}
+    assert by_type["information_extraction"].evidence == ("0",)
+    assert by_type["knowledge_update"].evidence == ("2", "4")  # a dict of lists, written as a string, one repeat
+    assert by_type["abstention"].evidence == () and by_type["abstention"].answer == ""
+    assert by_type["instruction_following"].evidence == ("6",) and by_type["instruction_following"].answer == ""
+    assert by_type["contradiction_resolution"].answer == "You said you prefer SQLite."
+    assert one.notes == {"questions": 5, "missing_evidence": 1, "without_evidence": 1}
+    assert {p.time for p in one.probes} == {timestamp("March-20-2024")} != {None}
+    (alone,) = load(DATA / "beam" / "2", "beam")
+    assert alone.id == "beam-2" and alone.probes[0].evidence == ("0",)
+
+
+@pytest.mark.parametrize("path,fmt", [("beam", "realtalk"), ("realtalk", "beam"), ("nope", "beam"),
+                                      ("locomo_sample.json", "realtalk")])
+def test_real_dev_set_loaders_name_a_wrong_path(path, fmt):
+    with pytest.raises(DatasetError):
+        load(DATA / path, fmt)
 
 
 def test_builtin_suite_shape():

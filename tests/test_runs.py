@@ -21,7 +21,7 @@ from memkit.embed_cache import EmbeddingCache, cached, identity
 from memkit.embed import shared_embedder
 from memkit.errors import ConfigError
 from memkit.eval.cores import pin_next, slots
-from memkit.eval.data import load
+from memkit.eval.datasets import load
 from memkit.eval.execution import execute, processes, texts_to_embed
 from memkit.eval.runner import run
 

@@ -11,7 +11,8 @@ import pandas as pd
 from ..store.chroma import MAX_USERS
 from .. import registry
 from ..validate import out_dir
-from .data import FORMATS, SUITES
+from .data import SUITES
+from .datasets import FORMATS
 from .execution import RECYCLE
 from .runner import DEFAULT_STRATEGIES
 from .scale import DEFAULT_SIZES
@@ -40,15 +41,19 @@ def _embed_cache(where: str) -> str | None:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from ..viz import recall_by_type, strategy_comparison
-    from .data import guess_format, load
+    from .datasets import describe, guess_format, load
     from .runner import run
 
-    fmt = args.format or guess_format(args.data)
-    convs = load(args.data, fmt)
+    paths = args.data if isinstance(args.data, list) else [args.data]
+    fmt = args.format or guess_format(paths[0])
+    convs = [c for p in paths for c in load(p, fmt)]
     if not convs:
         from ..errors import DatasetError
 
-        raise DatasetError(f"{args.data} holds no conversations")
+        raise DatasetError(f"{' '.join(paths)} holds no conversations")
+    counted = describe(convs)
+    if counted:
+        print(f"{len(convs)} conversations ({fmt}): {counted}")
     if args.limit:
         convs = convs[: args.limit]
     strategies = args.strategy or list(DEFAULT_STRATEGIES)
@@ -90,7 +95,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         pairs.to_csv(out / "compare.csv", index=False)
         written += ", compare.csv"
     strategy_comparison(summary).write_html(out / "plot.html", include_plotlyjs=True)
-    (out / "run.json").write_text(json.dumps({"data": str(args.data), "format": fmt, "conversations": len(convs),
+    (out / "run.json").write_text(json.dumps({"data": paths if len(paths) > 1 else paths[0], "format": fmt, "conversations": len(convs),
                                               "strategies": strategies, "budget": budgets if len(budgets) > 1 else budgets[0], "k": args.k,
                                               "store": "postgres" if store != "ephemeral" else store,
                                               "jobs": args.jobs, "recycle": args.recycle, "scheduler": args.scheduler, "embed_cache": cache,
@@ -194,9 +199,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.set_defaults(func=cmd_generate)
 
     b = sub.add_parser("bench", help="compare memory strategies on a benchmark file")
-    b.add_argument("--data", required=True, help="memkit JSONL, locomo10.json or longmemeval_*.json")
+    b.add_argument("--data", required=True, nargs="+", metavar="PATH",
+                   help="memkit JSONL, locomo10.json, longmemeval_*.json, REALTALK Chat_*.json files or their "
+                        "folder, a BEAM folder; several paths are one run")
     b.add_argument("--format", choices=FORMATS, default=None,
-                   help="default: guessed from the file name (locomo*, longmemeval*, else memkit)")
+                   help="default: guessed from the first path (locomo*, longmemeval*, Chat_*.json, a folder with "
+                        "chat.json, else memkit)")
     strategies = registry.names("strategy")
     b.add_argument("--strategy", action="append", choices=strategies, metavar="STRATEGY",
                    help=f"one of {', '.join(strategies)}; repeat for several "

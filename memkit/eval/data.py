@@ -1,9 +1,10 @@
-"""Benchmark conversations: the memkit JSONL format (docs/architecture.md §5) and converters from LoCoMo and LongMemEval files."""
+"""Benchmark conversations: their types, the memkit JSONL format (docs/architecture.md §5) and the built-in suites.
+
+The converters from public datasets (LoCoMo, LongMemEval, REALTALK, BEAM) are in ``datasets.py``."""
 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -11,8 +12,6 @@ from typing import Any, Sequence
 
 from ..errors import DatasetError
 
-FORMATS = ("memkit", "locomo", "longmemeval")
-LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 
 
 @dataclass(frozen=True)
@@ -90,7 +89,7 @@ def load_memkit(path: str | Path) -> list[Conversation]:
             out.append(conversation(json.loads(line)))
         except (json.JSONDecodeError, KeyError, TypeError) as e:
             raise DatasetError(f"{path}:{n} is not a memkit conversation ({type(e).__name__}: {e}); "
-                               "is it LoCoMo or LongMemEval? pass --format") from None
+                               "is it another dataset? pass --format (memkit.eval.datasets.FORMATS)") from None
     return out
 
 
@@ -129,100 +128,18 @@ def write_suite(path: str | Path, suite: str = "first", seed: int | None = None,
     return path
 
 
-def _json_list(path: str | Path, what: str, needed: str) -> list[dict[str, Any]]:
-    try:
-        data = json.loads(_path(path).read_text("utf-8"))
-    except json.JSONDecodeError as e:
-        raise DatasetError(f"{path} is not JSON ({e}); a memkit JSONL file needs --format memkit") from None
-    if not isinstance(data, list) or not data or not isinstance(data[0], dict) or needed not in data[0]:
-        raise DatasetError(f"{path} is not a {what} file (expected a JSON list of objects with {needed!r})")
-    return data
-
-
-def load_locomo(path: str | Path) -> list[Conversation]:
-    """``locomo10.json``: both speakers are people; a sample is one memory space (``user_id`` = ``sample_id``)."""
-    out = []
-    for sample in _json_list(path, "LoCoMo", "conversation"):
-        conv = sample["conversation"]
-        a = conv.get("speaker_a")
-        sessions = []
-        n = 1
-        while f"session_{n}_date_time" in conv or f"session_{n}" in conv:
-            turns = conv.get(f"session_{n}") or []
-            if turns:
-                sessions.append(DSession(f"session_{n}", conv.get(f"session_{n}_date_time"), tuple(
-                    DTurn(t["dia_id"], "user" if t["speaker"] == a else "assistant",
-                          t["text"] + (f" [image: {t['blip_caption']}]" if t.get("blip_caption") else ""), t["speaker"])
-                    for t in turns)))
-            n += 1
-        probes, bad = [], 0
-        for i, qa in enumerate(sample.get("qa", [])):
-            evidence = []
-            for ev in qa.get("evidence", []):
-                found = re.findall(r"D\d+:\d+", str(ev))
-                if not found:
-                    bad += 1
-                evidence += found
-            answer = qa.get("answer", qa.get("adversarial_answer", ""))
-            # asked after the last session, at its time
-            probes.append(Probe(f"{sample['sample_id']}:q{i}", sessions[-1].id if sessions else "", qa["question"],
-                                str(answer), tuple(evidence), LOCOMO_CATEGORIES.get(qa.get("category"), "unknown"),
-                                time=timestamp(sessions[-1].time) if sessions else None))
-        out.append(Conversation(sample["sample_id"], sample["sample_id"], in_time_order(sessions), (), tuple(probes),
-                                {"malformed_evidence": bad, "speakers": [a, conv.get("speaker_b")]}))
-    return out
-
-
-def load_longmemeval(path: str | Path) -> list[Conversation]:
-    """``longmemeval_*.json``: one question per item over its haystack sessions; ``_abs`` ids are abstention."""
-    out = []
-    for item in _json_list(path, "LongMemEval", "haystack_sessions"):
-        qid = item["question_id"]
-        sessions, evidence = [], []
-        ids = item.get("haystack_session_ids") or [f"s{i}" for i in range(len(item["haystack_sessions"]))]
-        dates = item.get("haystack_dates") or [None] * len(ids)
-        for sid, date, turns in zip(ids, dates, item["haystack_sessions"]):
-            dturns = []
-            for j, t in enumerate(turns):
-                tid = f"{sid}:{j}"
-                dturns.append(DTurn(tid, t["role"], t["content"]))
-                if t.get("has_answer"):
-                    evidence.append(tid)
-            sessions.append(DSession(str(sid), date, tuple(dturns)))
-        sessions = list(in_time_order(sessions))  # the haystack is not always in date order
-        qtype = "abstention" if qid.endswith("_abs") else item.get("question_type", "unknown")
-        probe = Probe(qid, sessions[-1].id if sessions else "", item["question"], str(item["answer"]),
-                      tuple(evidence), qtype, time=timestamp(item.get("question_date")),
-                      sessions=tuple(str(s) for s in item.get("answer_session_ids", [])))
-        out.append(Conversation(qid, qid, tuple(sessions), (), (probe,),
-                                {"answer_session_ids": item.get("answer_session_ids", [])}))
-    return out
-
-
-def guess_format(path: str | Path) -> str:
-    """The format a benchmark file's name says: ``locomo``, ``longmemeval``, else ``memkit``."""
-    name = Path(path).name.lower()
-    return "locomo" if "locomo" in name else "longmemeval" if "longmemeval" in name else "memkit"
-
-
-def load(path: str | Path, format: str | None = None) -> list[Conversation]:
-    """Read ``path`` as ``format`` (guessed from the name when None)."""
-    format = format or guess_format(path)
-    if format not in FORMATS:
-        raise DatasetError(f"unknown format {format!r}; choose one of {FORMATS}")
-    return {"memkit": load_memkit, "locomo": load_locomo, "longmemeval": load_longmemeval}[format](path)
-
-
 def in_time_order(sessions: Sequence[DSession]) -> tuple[DSession, ...]:
     """Sessions by their time, as they are replayed (undated ones last, in the order given)."""
     return tuple(sorted(sessions, key=lambda s: (timestamp(s.time) is None, timestamp(s.time) or 0.0)))
 
 
 def timestamp(value: str | None) -> float | None:
-    """Seconds since the epoch for ISO times and LoCoMo's ``"1:56 pm on 8 May, 2023"``; None if unparsable."""
+    """Seconds since the epoch for ISO times, LoCoMo's ``"1:56 pm on 8 May, 2023"``, LongMemEval's
+    ``"2023/05/20 (Sat) 02:21"``, REALTALK's ``"29.12.2023, 22:42:04"`` and BEAM's ``"March-15-2024"``;
+    None if unparsable."""
     if not value:
         return None
-    for fmt in (None, "%I:%M %p on %d %B, %Y", "%Y/%m/%d (%a) %H:%M"):
+    for fmt in (None, "%I:%M %p on %d %B, %Y", "%Y/%m/%d (%a) %H:%M", "%d.%m.%Y, %H:%M:%S", "%B-%d-%Y"):
         try:
             return (datetime.fromisoformat(value) if fmt is None else datetime.strptime(value, fmt)).timestamp()
         except ValueError:
