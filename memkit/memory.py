@@ -300,9 +300,10 @@ class Memory:
         asked = validate.time_point("now", now) if now is not None else window[-1].time if window else clock()
         when = timeframe.parse(query, asked) if self.recall_options.timeframes else None
         notes += (f"question time {assemble.date_label(asked)}: {when.describe()}",) if when else ()
-        hits, episodes = recall(self.store, self.policy, user_id, session_id, query, plan, k or self.k,
+        hits, episodes, subject = recall(self.store, self.policy, user_id, session_id, query, plan, k or self.k,
                                 self.min_score if min_score is None else min_score, self.recall_options,
                                 self.facts, self.episodes, when)
+        notes += (subject.describe(),) if subject else ()
         left = plan.memory
         facts, eps = assemble.pack_memory(
             hits, episodes, left - plan.reserve, plan.profile, skip=lambda e: e.turn_id in in_session,

@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from . import passages
 from .budget import BudgetPlan, profile_rows
+from .rules import slug
 from .store import FactStore
 from .store.base import episode_items
+from .subject import ROLES, Subject, named
 from .timeframe import Timeframe
 from .types import Episode, Fact, Hit, Recalled
 
@@ -38,6 +40,7 @@ class RecallOptions:
     depth: int = DEPTH
     rrf_k: int = RRF_K
     timeframes: bool = True  # a question's relative time ranks the turns of that time up (memkit/timeframe.py)
+    subjects: bool = True  # a question that names one person ranks that person's turns up (memkit/subject.py)
 
     def __post_init__(self) -> None:
         unknown = set(self.channels) - set(CHANNELS)
@@ -91,19 +94,38 @@ def recall_episodes(store: FactStore, user_id: str, query: str, dense: Sequence[
     fusion: the turns said in its window, or the recalled turns newest or oldest first. The episodes are read
     by id from their records, ``page`` ids at a time (None: all at once). ``session`` is the reader's own
     (``FactStore.lexical``)."""
-    scored = _scored_episodes(store, user_id, query, dense, options, session, timeframe)
+    scored, _ = _scored_episodes(store, user_id, query, dense, options, session, timeframe)
     return _fetched(fuse(_ids(scored), options), dict(dense or ()), lambda refs: _episodes(store, user_id, refs), page)
 
 
 def _scored_episodes(store: FactStore, user_id: str, query: str, dense: Sequence[tuple[str, float]] | None,
-                     options: RecallOptions, session: str | None,
-                     timeframe: Timeframe | None) -> dict[str, list[tuple[str, float]]]:
-    """The episodes' channels (``_scored``), and with a ``timeframe`` the time ranking of what they found."""
+                     options: RecallOptions, session: str | None, timeframe: Timeframe | None
+                     ) -> tuple[dict[str, list[tuple[str, float]]], Subject | None]:
+    """The episodes' channels (``_scored``); with a ``timeframe`` the time ranking of what they found; and when
+    the question names one of the people who said what they found, those people's turns of it (``subject``),
+    with the person."""
     scored = _scored(store, user_id, "episodes", query, dense, options, -math.inf, session)
+    found = [i for i, _, _ in fuse(_ids(scored), options)]
+    subject = None
+    if options.subjects and found:
+        said = {r: e.speaker for r, e in _episodes(store, user_id, found).items()}
+        subject = _subject(store, user_id, query, set(said.values()))
+        if subject is not None:
+            scored["subject"] = [(r, 0.0) for r in found if said.get(r) == subject.speaker]
     if timeframe is not None:
-        found = [i for i, _, _ in fuse(_ids(scored), options)]
         scored["time"] = [(r, 0.0) for r in _by_time(store, user_id, found, timeframe, options.depth, session)]
-    return scored
+    return scored, subject
+
+
+def _subject(store: FactStore, user_id: str, query: str, speakers: set[str]) -> Subject | None:
+    """The one person of ``speakers`` the question names, by name or by the name their ``<person>.name`` fact
+    gives ("I'm Kate": ``emi.name`` = Kate)."""
+    people = sorted(s for s in speakers if s.lower() not in ROLES)
+    if not people:
+        return None
+    keys = {f"{slug(p)}.name": p for p in people}
+    aliases = {f.value: keys[f.key] for f in store.profile(user_id, keys=sorted(keys)) if f.value and f.key in keys}
+    return named(query, people, aliases)
 
 
 def _episodes(store: FactStore, user_id: str, refs: Sequence[str]) -> dict[str, Episode]:
@@ -214,12 +236,13 @@ def fact_hits(store: FactStore, policy: "Policy", user_id: str, query: str, dens
 
 def recall(store: FactStore, policy: "Policy", user_id: str, session_id: str, query: str, plan: BudgetPlan, k: int,
            floor: float, options: RecallOptions = RecallOptions(), facts: bool = True,
-           episodes: bool = True, timeframe: Timeframe | None = None) -> tuple[list[Hit], Iterator[Recalled]]:
+           episodes: bool = True, timeframe: Timeframe | None = None
+           ) -> tuple[list[Hit], Iterator[Recalled], Subject | None]:
     """A read's recall: the facts to show (``fact_hits``) and the episodes, both with their fused scores on one
     list, the episodes read a page at a time as packing takes them; one dense query for both parts, the
-    session's own pending turns left pending."""
+    session's own pending turns left pending. Also the person the question names, if it names one."""
     if not query.strip():
-        return fact_hits(store, policy, user_id, query, None, k, floor, plan.profile, options), iter(())
+        return fact_hits(store, policy, user_id, query, None, k, floor, plan.profile, options), iter(()), None
     vector = store.embed_query(query) if "dense" in options.channels else None
     deeper = replace(options, depth=plan.episode_depth)
     depths = {part: d for part, d, wanted in (("facts", options.depth, facts), ("episodes", deeper.depth, episodes))
@@ -228,11 +251,11 @@ def recall(store: FactStore, policy: "Policy", user_id: str, session_id: str, qu
     # facts and episodes on one list: each item's fused score is its place among both, so the packer takes
     # them in one order and a fact is shown only where it outranks the episodes (assemble.pack_memory)
     scored_facts = _scored(store, user_id, "facts", query, dense.get("facts"), options, floor, None) if facts else {}
-    scored = _scored_episodes(store, user_id, query, dense.get("episodes"), deeper, session_id, timeframe) \
-        if episodes else {}
+    scored, subject = _scored_episodes(store, user_id, query, dense.get("episodes"), deeper, session_id, timeframe) \
+        if episodes else ({}, None)
     fused = fuse(one_list(scored_facts, scored), options)
     shown = fact_hits(store, policy, user_id, query, dense.get("facts"), k, floor, plan.profile, options,
                       fused=[(key[2:], s, r) for key, s, r in fused if key[0] == "f"]) if facts else []
     found = _fetched([(key[2:], s, r) for key, s, r in fused if key[0] == "e"], dict(dense.get("episodes") or ()),
                      lambda refs: _episodes(store, user_id, refs), plan.page)
-    return shown, found
+    return shown, found, subject

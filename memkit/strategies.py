@@ -132,7 +132,7 @@ class NoFacts:
 class RawTurnRetrieval(TwoLayer):
     """The equal-token baseline: past turns retrieved by one channel (or both, fused) and packed in rank order
     into the budget, with this session's newest turns; no facts, no summary, no dates, repeats not folded, no
-    diversity, long turns whole (no passages), no reading of the question's time."""
+    diversity, long turns whole (no passages), no reading of the question's time, no ranking up of the person it names."""
 
     keeps_facts = False
 
@@ -141,7 +141,7 @@ class RawTurnRetrieval(TwoLayer):
         self.user_id = user_id
         base = memory_options.pop("recall", None) or RecallOptions()
         options = {**memory_options, "profile_tokens": 0, "facts": False, "episode_dates": False,
-                   "fold_repeats": False, "diversity": 0.0, "passage_tokens": 0, "recall": replace(base, channels=RAG[name], timeframes=False),
+                   "fold_repeats": False, "diversity": 0.0, "passage_tokens": 0, "recall": replace(base, channels=RAG[name], timeframes=False, subjects=False),
                    "extractor": NoFacts()}
         self.memory = Memory(store=store, **options)  # type: ignore[arg-type]
 
