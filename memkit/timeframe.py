@@ -1,5 +1,5 @@
-"""The question's own time (docs/architecture.md §5): relative expressions ("two weeks ago", "last month", "in
-May", "most recently", "the first time") read offline against the time the question is asked, as a window of
+"""The question's own time (docs/architecture.md §5): dates it names ("on 31 Dec 2023", "in May 2023") and
+relative expressions ("two weeks ago", "last month", "in May", "most recently", "the first time") read offline against the time the question is asked, as a window of
 time or an order that the read uses to rank episodes (``recall.recall_episodes``). Pure functions of the
 question and ``now``; English only.
 """
@@ -20,6 +20,12 @@ _NUM = r"(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelv
 _AGO = re.compile(rf"\b{_NUM}\s+(day|week|month|year)s?\s+ago\b")
 _LAST = re.compile(r"\b(yesterday|last (week|month|year|weekend)|(this|past) (week|month|year))\b")
 _IN_MONTH = re.compile(r"\b(?:in|during|back in|on|of) (" + "|".join(_MONTHS) + r")\b")
+_MON = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+_DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?(?: of)? {_MON},? (\d{{4}})\b")
+_MONTH_DAY_YEAR = re.compile(rf"\b{_MON} (\d{{1,2}})(?:st|nd|rd|th)?,? (\d{{4}})\b")
+_MONTH_YEAR = re.compile(rf"\b{_MON},? (\d{{4}})\b")
+_ABBREVIATED = {name[:3]: i for name, i in _MONTHS.items()}
+DATE_MARGIN = 1  # days either side of a named date: what happened then is often told the day after (decisions.md)
 _LATEST = re.compile(r"\b(most recent(ly)?|latest|last time|the last|recently|lately|newest)\b")
 _EARLIEST = re.compile(r"\b(first time|the first|earliest|originally|at first|initially)\b")
 
@@ -45,6 +51,9 @@ def parse(question: str, now: float) -> Timeframe | None:
     """The timeframe ``question`` names, asked at ``now``; None when it names none. A count of units ago is
     a window of half a unit either side (at least a day); a month name is the latest such month up to ``now``."""
     q = " ".join(question.lower().split())
+    named = _named_date(q)
+    if named is not None:
+        return named
     m = _AGO.search(q)
     if m:
         n = int(m.group(1)) if m.group(1).isdigit() else _NUMBERS[m.group(1).removeprefix("a ").strip()]
@@ -62,6 +71,28 @@ def parse(question: str, now: float) -> Timeframe | None:
         m = pattern.search(q)
         if m:
             return Timeframe(m.group(0), order=order)
+    return None
+
+
+def _named_date(q: str) -> Timeframe | None:
+    """A date the question names ("on 31 Dec 2023", "January 5th, 2024": that day and ``DATE_MARGIN`` days
+    either side) or a month of a year ("in May 2023"); None for none, or for a date that is no date."""
+    for pattern, order in ((_DAY_MONTH_YEAR, "dmy"), (_MONTH_DAY_YEAR, "mdy")):
+        m = pattern.search(q)
+        if m:
+            day, month, year = (m.group(1), m.group(2), m.group(3)) if order == "dmy" else \
+                (m.group(2), m.group(1), m.group(3))
+            try:
+                d = datetime(int(year), _ABBREVIATED[month], int(day))
+            except ValueError:
+                return None
+            return Timeframe(m.group(0), (d - timedelta(days=DATE_MARGIN)).timestamp(),
+                             (d + timedelta(days=1 + DATE_MARGIN)).timestamp())
+    m = _MONTH_YEAR.search(q)
+    if m:
+        year, month = int(m.group(2)), _ABBREVIATED[m.group(1)]
+        return Timeframe(m.group(0), datetime(year, month, 1).timestamp(),
+                         datetime(year + (month == 12), month % 12 + 1, 1).timestamp())
     return None
 
 

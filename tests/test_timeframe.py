@@ -29,6 +29,22 @@ def test_a_relative_expression_is_a_window_before_the_question_time(question, st
     assert t.phrase in question.lower()
 
 
+@pytest.mark.parametrize("question, start, end", [
+    ("What did Kate make on 29 Dec 2023?", datetime(2023, 12, 28), datetime(2023, 12, 31)),  # a day either side
+    ("What happened on January 5th, 2024?", datetime(2024, 1, 4), datetime(2024, 1, 7)),
+    ("Where was she on the 31st of December, 2023?", datetime(2023, 12, 30), datetime(2024, 1, 2)),
+    ("What did I cook in May 2023?", datetime(2023, 5, 1), datetime(2023, 6, 1)),  # not the latest May
+    ("What was due in Dec. 2025?", datetime(2025, 12, 1), datetime(2026, 1, 1)),
+])
+def test_a_named_date_is_a_window_around_it_whenever_the_question_is_asked(question, start, end):
+    t = parse(question, NOW)
+    assert (t.start, t.end, t.order) == (start.timestamp(), end.timestamp(), None)
+
+
+def test_a_date_that_is_no_date_names_no_time():
+    assert parse("What happened on 31 Feb 2023?", NOW) is None
+
+
 def test_an_order_and_no_time_at_all():
     assert parse("What was my most recent trip?", NOW).order == "latest"
     assert parse("What did I order the first time?", NOW).order == "earliest"
