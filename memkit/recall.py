@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from .reconcile import Policy
 
 CHANNELS = ("lexical", "dense")
-RRF_K = 10  # reciprocal rank fusion constant: 60 in Cormack et al. 2009; 10 measured on the dev split (README)
-DEPTH = 50  # candidates read from each channel before fusion (100 before; README, "Read-path options")
+RRF_K = 10  # reciprocal rank fusion constant: 60 in Cormack et al. 2009; 10 (docs/decisions.md, "Reciprocal rank fusion constant")
+DEPTH = 50  # candidates read from each channel before fusion (docs/decisions.md, "Candidates per channel")
 
 
 @dataclass(frozen=True)
@@ -117,6 +117,16 @@ def _scored_episodes(store: FactStore, user_id: str, query: str, dense: Sequence
     return scored, subject
 
 
+def _facts_about(store: FactStore, user_id: str, subject: Subject, scored: dict[str, list[tuple[str, float]]],
+                 options: RecallOptions) -> list[tuple[str, float]]:
+    """The found facts about the person the question names (their keys are namespaced by them, ``rules.attribute``),
+    in fused order: so a fact about them keeps its place above the turn it came from."""
+    found = [i for i, _, _ in fuse(_ids(scored), options)]
+    prefix = f"{slug(subject.speaker)}."
+    about = {f.id for f in store.profile(user_id, ids=found) if (f.key or "").startswith(prefix)}
+    return [(i, 0.0) for i in found if i in about]
+
+
 def _subject(store: FactStore, user_id: str, query: str, speakers: set[str]) -> Subject | None:
     """The one person of ``speakers`` the question names, by name or by the name their ``<person>.name`` fact
     gives ("I'm Kate": ``emi.name`` = Kate)."""
@@ -143,7 +153,7 @@ def _by_time(store: FactStore, user_id: str, refs: list[str], timeframe: Timefra
         found = _episodes(store, user_id, refs)
         return sorted(found, key=lambda r: found[r].time, reverse=timeframe.order == "latest")[:depth]
     # the window's turns in the order they were said (recalled ones first ranked the window's answers above
-    # the requests they answer: README, "The question's time"), each by its best-recalled item
+    # the requests they answer: CHANGELOG.md, 0.2.0, "The question's time"), each by its best-recalled item
     inside = store.episodes_between(user_id, timeframe.start or 0.0, timeframe.end or 0.0, depth, session)
     best: dict[str, str] = {}
     for r in refs:
@@ -253,6 +263,8 @@ def recall(store: FactStore, policy: "Policy", user_id: str, session_id: str, qu
     scored_facts = _scored(store, user_id, "facts", query, dense.get("facts"), options, floor, None) if facts else {}
     scored, subject = _scored_episodes(store, user_id, query, dense.get("episodes"), deeper, session_id, timeframe) \
         if episodes else ({}, None)
+    if subject is not None and scored_facts:
+        scored_facts["subject"] = _facts_about(store, user_id, subject, scored_facts, options)
     fused = fuse(one_list(scored_facts, scored), options)
     shown = fact_hits(store, policy, user_id, query, dense.get("facts"), k, floor, plan.profile, options,
                       fused=[(key[2:], s, r) for key, s, r in fused if key[0] == "f"]) if facts else []

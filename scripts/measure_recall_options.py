@@ -1,11 +1,17 @@
-"""Choose recall options on a *development* split, never on the reported suite.
+"""Choose recall options on a *development* split, never on the reported one.
 
-    python scripts/measure_recall_options.py --seed 1 --budget 400 --out results/recall-options
+    python scripts/measure_recall_options.py --data ../shared/devdata/realtalk/Chat_{1,2,3,4,5}_*.json \
+        --format realtalk --budget 400,1200 --name realtalk-dev --out results/recall-options
+    python scripts/measure_recall_options.py --data ../shared/devdata/beam/100K --format beam \
+        --budget 400,1200 --name beam-dev --out results/recall-options
 
-Generates the realistic chat suite (or, with ``--suite assistant``, the user-assistant one) with a seed other
+With ``--data``, the conversations are real ones (``memkit.eval.datasets``: choose on REALTALK chats 1-5 and
+BEAM 100K, confirm on REALTALK 6-10 and BEAM 500K). Without it, the script
+
+generates the realistic chat suite (or, with ``--suite assistant``, the user-assistant one) with a seed other
 than 0 (seed 0 is the committed, reported ``data/chats.jsonl`` / ``data/assistant.jsonl``) and compares the options memkit could default to: channels and their weights,
 neighbours of a hit, dates beside episodes, the source episode of a shown fact, the profile block, and the
-whole memory on PostgreSQL (full-text search in place of tantivy; needs ``memkit[bench]``). Prints
+whole memory on PostgreSQL (full-text search in place of tantivy; needs ``memkit-lab[bench]``). Prints
 one table (evidence recall, answer in context, tokens) and writes it as CSV.
 """
 
@@ -18,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from memkit.eval.data import write_suite
-from memkit.eval.datasets import load
+from memkit.eval.datasets import expand, load
 from memkit.eval.runner import run
 from memkit.recall import RecallOptions
 
@@ -58,8 +64,19 @@ VARIANTS: dict[str, tuple[str, dict]] = {
     "two-layer, diversity 0.4": ("two-layer:keyed", {"diversity": 0.4}),
     "two-layer, diversity 0.6": ("two-layer:keyed", {"diversity": 0.6}),
     "two-layer, diversity 0.8": ("two-layer:keyed", {"diversity": 0.8}),
+    "two-layer, no subject": ("two-layer:keyed", {"recall": RecallOptions(subjects=False)}),
+    "two-layer, profile 0, no subject": ("two-layer:keyed", {"profile_tokens": 0, "recall": RecallOptions(subjects=False)}),
+    "two-layer, subject weight 2": ("two-layer:keyed", {"recall": RecallOptions(weights=(("lexical", 1.0), ("dense", 1.0), ("subject", 2.0)))}),
+    "two-layer, profile 0, subject weight 2": ("two-layer:keyed", {"profile_tokens": 0, "recall": RecallOptions(weights=(("lexical", 1.0), ("dense", 1.0), ("subject", 2.0)))}),
+    # combinations tried on the real dev splits (REALTALK chats 1-5, BEAM 100K)
+    "two-layer, profile 0, depth 120": ("two-layer:keyed", {"profile_tokens": 0, "recall": RecallOptions(depth=120)}),
+    "two-layer, profile 0, depth 120, no dates": ("two-layer:keyed", {"profile_tokens": 0, "episode_dates": False,
+                                                                      "recall": RecallOptions(depth=120)}),
+    "two-layer, profile 0, diversity 0.2": ("two-layer:keyed", {"profile_tokens": 0, "diversity": 0.2}),
+    "two-layer, profile 0, diversity 0": ("two-layer:keyed", {"profile_tokens": 0, "diversity": 0.0}),
+    "two-layer, profile 0, rrf k=2": ("two-layer:keyed", {"profile_tokens": 0, "recall": RecallOptions(rrf_k=2)}),
     # the whole memory in PostgreSQL (pgvector, and BM25 written in SQL in place of tantivy; the ts_rank_cd
-    # variants measured before it are in the README, from this script at commit 5001aac)
+    # variants measured before it are in CHANGELOG.md, 0.2.0, from this script)
     "rag:bm25 on PostgreSQL": ("rag:bm25", {"store": True}),
     "two-layer on PostgreSQL": ("two-layer:keyed", {"store": True}),
 }
@@ -77,6 +94,9 @@ def postgres_url() -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--data", nargs="+", default=None, help="real conversations (as memkit bench --data)")
+    ap.add_argument("--format", default=None, help="their format (as memkit bench --format)")
+    ap.add_argument("--name", default=None, help="the CSV's name (default: options-seed<SEED>)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--suite", choices=["chats", "assistant"], default="chats", help="the suite to generate")
     ap.add_argument("--conversations", type=int, default=10)
@@ -86,10 +106,12 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1, help="processes, as memkit bench --jobs")
     ap.add_argument("--embed-cache", default=None, help="an embedding-cache file, as memkit bench --embed-cache")
     args = ap.parse_args()
-    if args.seed == 0:
-        raise SystemExit("seed 0 is the reported suite: choose options on another seed")
-    path = write_suite(Path(tempfile.mkdtemp()) / "dev.jsonl", args.suite, args.seed, args.conversations)
-    convs = load(path)
+    if args.data:
+        convs = [c for p in expand(args.data) for c in load(p, args.format)]
+    else:
+        if args.seed == 0:
+            raise SystemExit("seed 0 is the reported suite: choose options on another seed")
+        convs = load(write_suite(Path(tempfile.mkdtemp()) / "dev.jsonl", args.suite, args.seed, args.conversations))
     budgets = [int(b) for b in args.budget.split(",")]
     rows = []
     for label, (strategy, options) in VARIANTS.items():
@@ -101,6 +123,7 @@ def main() -> None:
                             embed_cache=args.embed_cache, **options)
         for _, r in summary[summary["type"] == "all"].iterrows():
             rows.append({"variant": label, "budget": r["budget"], "evidence_recall": r["evidence_recall"],
+                         "ci_low": r.get("evidence_recall_ci_low"), "ci_high": r.get("evidence_recall_ci_high"),
                          "answer_in_context": r["answer_in_context"], "context_tokens": r["context_tokens"],
                          "repeated_lines": r["repeated_lines"],
                          "turns_per_s": r["turns_per_s"]})
@@ -108,8 +131,9 @@ def main() -> None:
     table = pd.DataFrame(rows)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out / f"options-seed{args.seed}.csv", index=False)
-    print(f"\nwrote {out}/options-seed{args.seed}.csv")
+    name = args.name or f"options-seed{args.seed}"
+    table.to_csv(out / f"{name}.csv", index=False)
+    print(f"\nwrote {out}/{name}.csv")
     for server in _PG:
         server.cleanup()
 

@@ -13,6 +13,7 @@ failing on it or dropping it silently; ``describe`` says it in one line.
 from __future__ import annotations
 
 import ast
+import glob
 import json
 import re
 from pathlib import Path
@@ -245,7 +246,7 @@ def _files(path: str | Path, pattern: str, what: str) -> list[Path]:
         return [p]
     if not p.is_dir():
         raise DatasetError(f"no such file or folder: {p}")
-    files = sorted(p.glob(pattern), key=lambda f: [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", f.name)])
+    files = [Path(f) for f in expand([str(p / pattern)])] if list(p.glob(pattern)) else []
     if not files:
         raise DatasetError(f"{p} holds no {what} file ({pattern})")
     return files
@@ -256,6 +257,21 @@ def _json(file: Path) -> Any:
         return json.loads(_path(file).read_text("utf-8"))
     except json.JSONDecodeError as e:
         raise DatasetError(f"{file} is not JSON ({e})") from None
+
+
+def expand(paths: Iterable[str | Path]) -> list[str]:
+    """Paths with their wildcards expanded (``'Chat_[1-5]_*.json'``, quoted so the shell leaves it to memkit and
+    a command keeps its pattern), in natural order; a pattern that matches nothing is a ``DatasetError``."""
+    out = []
+    for p in map(str, paths):
+        if not glob.has_magic(p):
+            out.append(p)
+            continue
+        found = sorted(glob.glob(p), key=lambda f: [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", f)])
+        if not found:
+            raise DatasetError(f"{p!r} matches no file")
+        out += found
+    return out
 
 
 def describe(conversations: Iterable[Conversation]) -> str:
