@@ -1,22 +1,59 @@
 """memkit: two-layer memory for agents (episodic window + summary, semantic facts and episodes in Chroma),
 offline by default. See docs/architecture.md."""
 
-from .config import Settings
-from .episodic import EpisodicBuffer, SessionStore
-from .embed_cache import CachedEmbedder, EmbeddingCache
-from .errors import (CacheUnavailable, ConfigError, DatasetError, DimensionMismatch, ExtractionError, InvalidArgument, InvalidContent,
-                     IsolationError, MemkitError, MissingSessionId, MissingUserId, ModelUnavailable, StoreClosed,
-                     StoreLocked, StorePathError, StoreUnavailable)
-from .extract import EXTRACTION_PROMPT, Extractor, LLMExtractor
-from .store import FactStore
-from .llm import ChatModel, OpenAIChat, parse_json
-from .memory import Memory
-from .recall import RecallOptions
-from .reconcile import POLICIES, AppendPolicy, KeyedPolicy, LLMPolicy, Policy, SimilarityPolicy, TemporalPolicy
-from .registry import as_policy
-from .rules import RuleExtractor
-from .summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer, Summary
-from .types import Candidate, Context, Episode, Event, EventKind, Fact, Hit, Part, Recalled, Turn
+from typing import TYPE_CHECKING
+
+_EXPORTS = {  # name -> the module that defines it, imported on first use (PEP 562): `import memkit` and the
+    # command line start at once, and `import chromadb` (seconds) waits for what needs it
+    **dict.fromkeys(('Settings',), "config"),
+    **dict.fromkeys(('EpisodicBuffer', 'SessionStore'), "episodic"),
+    **dict.fromkeys(('CachedEmbedder', 'EmbeddingCache'), "embed_cache"),
+    **dict.fromkeys(('CacheUnavailable', 'ConfigError', 'DatasetError', 'DimensionMismatch', 'ExtractionError', 'InvalidArgument', 'InvalidContent', 'IsolationError', 'MemkitError', 'MissingSessionId', 'MissingUserId', 'ModelUnavailable', 'StoreClosed', 'StoreLocked', 'StorePathError', 'StoreUnavailable'), "errors"),
+    **dict.fromkeys(('EXTRACTION_PROMPT', 'Extractor', 'LLMExtractor'), "extract"),
+    **dict.fromkeys(('FactStore',), "store"),
+    **dict.fromkeys(('ChatModel', 'OpenAIChat', 'parse_json'), "llm"),
+    **dict.fromkeys(('Memory',), "memory"),
+    **dict.fromkeys(('RecallOptions',), "recall"),
+    **dict.fromkeys(('AppendPolicy', 'KeyedPolicy', 'LLMPolicy', 'POLICIES', 'Policy', 'SimilarityPolicy', 'TemporalPolicy'), "reconcile"),
+    **dict.fromkeys(('as_policy',), "registry"),
+    **dict.fromkeys(('RuleExtractor',), "rules"),
+    **dict.fromkeys(('ExtractiveSummarizer', 'LLMSummarizer', 'Summarizer', 'Summary'), "summarize"),
+    **dict.fromkeys(('Candidate', 'Context', 'Episode', 'Event', 'EventKind', 'Fact', 'Hit', 'Part', 'Recalled', 'Turn'), "types"),
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'memkit' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
+
+if TYPE_CHECKING:  # what the names are, for type checkers and editors
+    from .config import Settings
+    from .episodic import EpisodicBuffer, SessionStore
+    from .embed_cache import CachedEmbedder, EmbeddingCache
+    from .errors import (CacheUnavailable, ConfigError, DatasetError, DimensionMismatch, ExtractionError, InvalidArgument, InvalidContent,
+                         IsolationError, MemkitError, MissingSessionId, MissingUserId, ModelUnavailable, StoreClosed,
+                         StoreLocked, StorePathError, StoreUnavailable)
+    from .extract import EXTRACTION_PROMPT, Extractor, LLMExtractor
+    from .store import FactStore
+    from .llm import ChatModel, OpenAIChat, parse_json
+    from .memory import Memory
+    from .recall import RecallOptions
+    from .reconcile import POLICIES, AppendPolicy, KeyedPolicy, LLMPolicy, Policy, SimilarityPolicy, TemporalPolicy
+    from .registry import as_policy
+    from .rules import RuleExtractor
+    from .summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer, Summary
+    from .types import Candidate, Context, Episode, Event, EventKind, Fact, Hit, Part, Recalled, Turn
 
 __version__ = "0.2.0"
 __all__ = [

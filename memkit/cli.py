@@ -69,7 +69,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``memkit`` command line: every subcommand and option, each with its help."""
+    from . import __version__
+
     parser = argparse.ArgumentParser(prog="memkit", description="Two-layer memory for agents, offline by default.")
+    parser.add_argument("--version", action="version", version=f"memkit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="play the Tuesday/Friday story and print both layers and Friday's context")
     demo.add_argument("--budget", type=int, default=400, help="context budget in tokens")
@@ -88,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--metric", default=None, help="result column to plot (default: the first numeric one)")
     sweep.add_argument("--jobs", type=int, default=1, help="notebooks run at once in local processes (default: 1)")
     sweep.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
-                       help="run the notebooks on this Dask scheduler's workers (pip install 'memkit[distributed]'; "
+                       help="run the notebooks on this Dask scheduler's workers (pip install 'memkit-lab[distributed]'; "
                             "each worker needs memkit and the notebook folder at the same path)")
     sweep.add_argument("--out", required=True, help="folder for sweep.csv, sweep.html and the executed notebooks")
     sweep.set_defaults(func=cmd_sweep)
@@ -107,7 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    args.argv = argv  # the command as typed, recorded by the runs that write results (run.json)
     try:
         return int(args.func(args))
     except Exception as e:  # a named memkit error reads better than a traceback at the prompt

@@ -78,7 +78,7 @@ def run_sweep(notebook: str | Path, params: dict[str, Sequence[Any]], out: str |
     import importlib.util
 
     if importlib.util.find_spec("papermill") is None:
-        raise ConfigError("memkit sweep runs notebooks with papermill: pip install 'memkit[notebooks]'")
+        raise ConfigError("memkit sweep runs notebooks with papermill: pip install 'memkit-lab[notebooks]'")
     from .eval.execution import execute
 
     notebook, out = Path(notebook).resolve(), Path(out)

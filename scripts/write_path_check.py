@@ -154,7 +154,7 @@ def main() -> None:
     ap.add_argument("--out", default="results/write-path")
     ap.add_argument("--postgres", action="store_true",
                     help="also run the checks with a PostgreSQL log and on a PostgreSQL memory (starts pgserver: "
-                         "pip install 'memkit[bench]')")
+                         "pip install 'memkit-lab[bench]')")
     args = ap.parse_args()
     rows = [threads(args.writes), processes(args.writes)]
     if args.postgres:

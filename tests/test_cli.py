@@ -1,5 +1,8 @@
 import subprocess
 import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_demo_shows_metric_in_fridays_context():
@@ -75,8 +78,37 @@ def test_every_option_of_every_command_has_help():
             assert text.strip(), f"memkit {name} {action.dest} has no help"
             assert "(default: None)" not in text, f"memkit {name} {action.dest}: {text}"
     bench = "".join(commands.choices["bench"].format_help().split())  # argparse wraps at hyphens
-    assert "(default:fullwindowsummarytwo-layer:keyedtwo-layer:similarity)" in bench
+    assert "(default:full,window,summary,two-layer:keyed,two-layer:similarity)" in bench
     assert "(default: chats)" in commands.choices["generate"].format_help()
+
+
+def test_version_and_help_answer_without_importing_the_library():
+    code = ("import sys; from memkit.cli import main\n"
+            "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "heavy = [m for m in ('chromadb', 'pandas', 'onnxruntime', 'memkit.memory', 'memkit.eval.runner') "
+            "if m in sys.modules]\nprint('heavy:', heavy)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "bench" in r.stdout and "heavy: []" in r.stdout, r.stdout + r.stderr
+    r = subprocess.run([sys.executable, "-m", "memkit.cli", "--version"], capture_output=True, text=True, timeout=120)
+    from memkit import __version__
+
+    assert r.returncode == 0 and r.stdout.strip() == f"memkit {__version__}"
+
+
+def test_bench_takes_comma_separated_strategies_and_names_an_unknown_one(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "memkit.cli", "bench", "--data", str(ROOT / "tests" / "data" / "beam" / "2"),
+                        "--strategy", "window,rag:bm25", "--budget", "200", "--no-turn-tokens", "--out", str(tmp_path)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    import json
+
+    run = json.loads((tmp_path / "run.json").read_text())
+    assert run["strategies"] == ["window", "rag:bm25"] and run["format"] == "beam"
+    assert run["command"].startswith("memkit bench --data ") and "window,rag:bm25" in run["command"]
+    assert "1 conversations (beam): 1 questions" in r.stdout
+    r = subprocess.run([sys.executable, "-m", "memkit.cli", "bench", "--data", str(ROOT / "tests" / "data" / "beam" / "2"),
+                        "--strategy", "window,nope", "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and "unknown strategy 'nope'" in r.stderr and "rag:bm25" in r.stderr
 
 
 def test_notebooks_says_where_it_signed_and_trust_holds_only_there(tmp_path):

@@ -22,7 +22,7 @@ def run(*cmd: str | Path, cwd: Path | None = None, timeout: int = 900) -> str:
 
 def test_the_installed_wheel_runs_every_notebook(tmp_path):
     run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", tmp_path / "dist", ROOT)
-    wheel = next((tmp_path / "dist").glob("memkit-*.whl"))
+    wheel = next((tmp_path / "dist").glob("memkit_lab-*.whl"))
     names = set(subprocess.run([sys.executable, "-m", "zipfile", "-l", str(wheel)], capture_output=True,
                                text=True).stdout.split())
     assert any(n.startswith("memkit/notebooks/08_real_conversations.ipynb") for n in names)

@@ -1,8 +1,33 @@
-"""Evaluation: benchmark data, metrics and a runner that compares memory strategies (docs/architecture.md §5)."""
+"""Evaluation: benchmark data, metrics and a runner that compares memory strategies (docs/architecture.md §5).
 
-from .data import SUITES, Conversation, Probe, builtin_suite, load_memkit, write_suite
-from .datasets import FORMATS, load, load_beam, load_locomo, load_longmemeval, load_realtalk
-from .runner import DEFAULT_STRATEGIES, run
+Names are imported on first use (PEP 562), so the command line's help does not wait for the runner's imports."""
+
+from typing import TYPE_CHECKING
+
+from .defaults import DEFAULT_STRATEGIES
+
+_EXPORTS = {
+    **dict.fromkeys(("SUITES", "Conversation", "Probe", "builtin_suite", "load_memkit", "write_suite"), "data"),
+    **dict.fromkeys(("FORMATS", "load", "load_beam", "load_locomo", "load_longmemeval", "load_realtalk"), "datasets"),
+    "run": "runner",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'memkit.eval' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:
+    from .data import SUITES, Conversation, Probe, builtin_suite, load_memkit, write_suite
+    from .datasets import FORMATS, load, load_beam, load_locomo, load_longmemeval, load_realtalk
+    from .runner import run
 
 __all__ = ["DEFAULT_STRATEGIES", "FORMATS", "SUITES", "Conversation", "Probe", "builtin_suite", "load", "load_beam",
            "load_locomo", "load_longmemeval", "load_memkit", "load_realtalk", "run", "write_suite"]

@@ -6,16 +6,10 @@ import argparse
 import json
 from pathlib import Path
 
-import pandas as pd
-
-from ..store.chroma import MAX_USERS
-from .. import registry
 from ..validate import out_dir
 from .data import SUITES
 from .datasets import FORMATS
-from .execution import RECYCLE
-from .runner import DEFAULT_STRATEGIES
-from .scale import DEFAULT_SIZES
+from .defaults import DEFAULT_SIZES, DEFAULT_STRATEGIES, RECYCLE
 
 SHOWN = ["strategy", "evidence_recall", "session_recall_any", "session_recall_all", "answer_in_context", "judged_correct", "context_tokens", "repeated_lines", "tokens_per_turn", "stale",
          "op_accuracy", "fact_precision", "duplicate_rate", "read_p50_ms", "read_p95_ms", "write_p50_ms", "write_p95_ms", "turns_per_s"]
@@ -40,13 +34,16 @@ def _embed_cache(where: str) -> str | None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    import pandas as pd
+
     from ..viz import recall_by_type, strategy_comparison
-    from .datasets import describe, guess_format, load
+    from .datasets import describe, expand, guess_format, load
     from .runner import run
 
     paths = args.data if isinstance(args.data, list) else [args.data]
-    fmt = args.format or guess_format(paths[0])
-    convs = [c for p in paths for c in load(p, fmt)]
+    files = expand(paths)
+    fmt = args.format or guess_format(files[0])
+    convs = [c for p in files for c in load(p, fmt)]
     if not convs:
         from ..errors import DatasetError
 
@@ -56,7 +53,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(f"{len(convs)} conversations ({fmt}): {counted}")
     if args.limit:
         convs = convs[: args.limit]
-    strategies = args.strategy or list(DEFAULT_STRATEGIES)
+    strategies = [s.strip() for given in args.strategy or DEFAULT_STRATEGIES for s in given.split(",") if s.strip()]
     judge_model = None
     if args.judge:
         from ..config import Settings
@@ -95,7 +92,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         pairs.to_csv(out / "compare.csv", index=False)
         written += ", compare.csv"
     strategy_comparison(summary).write_html(out / "plot.html", include_plotlyjs=True)
-    (out / "run.json").write_text(json.dumps({"data": paths if len(paths) > 1 else paths[0], "format": fmt, "conversations": len(convs),
+    (out / "run.json").write_text(json.dumps({"command": _command(getattr(args, "argv", [])), "data": paths if len(paths) > 1 else paths[0], "format": fmt, "conversations": len(convs),
                                               "strategies": strategies, "budget": budgets if len(budgets) > 1 else budgets[0], "k": args.k,
                                               "store": "postgres" if store != "ephemeral" else store,
                                               "jobs": args.jobs, "recycle": args.recycle, "scheduler": args.scheduler, "embed_cache": cache,
@@ -115,6 +112,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _command(argv: list[str]) -> str:
+    """The command line of a run, as a user would type it again (``memkit bench ...``)."""
+    import shlex
+
+    return shlex.join(["memkit", *argv])
+
+
 def _budgets(text: str) -> list[int]:
     """``"400"`` or ``"100,200,400"``: positive token budgets."""
     from ..errors import ConfigError
@@ -129,6 +133,11 @@ def _budgets(text: str) -> list[int]:
 
 
 def cmd_bench_scale(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from ..store.chroma import MAX_USERS
+
+    args.max_users = MAX_USERS if args.max_users is None else args.max_users
     from .scale import parse_size, run
 
     from ..errors import ConfigError
@@ -152,6 +161,8 @@ def cmd_bench_scale(args: argparse.Namespace) -> int:
 
 
 def cmd_bench_embed(args: argparse.Namespace) -> int:
+    import pandas as pd
+
     import time
 
     from ..embed import MiniLMEmbedder
@@ -201,14 +212,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     b = sub.add_parser("bench", help="compare memory strategies on a benchmark file")
     b.add_argument("--data", required=True, nargs="+", metavar="PATH",
                    help="memkit JSONL, locomo10.json, longmemeval_*.json, REALTALK Chat_*.json files or their "
-                        "folder, a BEAM folder; several paths are one run")
+                        "folder, a BEAM folder; several paths (or a quoted wildcard) are one run")
     b.add_argument("--format", choices=FORMATS, default=None,
                    help="default: guessed from the first path (locomo*, longmemeval*, Chat_*.json, a folder with "
                         "chat.json, else memkit)")
-    strategies = registry.names("strategy")
-    b.add_argument("--strategy", action="append", choices=strategies, metavar="STRATEGY",
-                   help=f"one of {', '.join(strategies)}; repeat for several "
-                        f"(default: {' '.join(DEFAULT_STRATEGIES)})")
+    b.add_argument("--strategy", action="append", metavar="STRATEGY",
+                   help="full, window, summary, two-layer:<policy> (keyed, temporal, append, similarity, llm or one "
+                        "you registered), rag:bm25, rag:dense or rag:hybrid; repeat or separate by commas "
+                        f"(default: {','.join(DEFAULT_STRATEGIES)})")
     b.add_argument("--budget", default="1200",
                    help="context budget in tokens, or several separated by commas (recall against budget)")
     b.add_argument("--k", type=int, default=5, help="facts retrieved per query")
@@ -229,7 +240,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "the memory Chroma keeps of every closed store (0: never; default: %(default)s)")
     b.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
                    help="run conversations on this Dask distributed scheduler's workers "
-                        "(pip install 'memkit[distributed]' on every machine)")
+                        "(pip install 'memkit-lab[distributed]' on every machine)")
     b.add_argument("--resume", action="store_true",
                    help="skip the conversations a killed run of the same command finished (OUT/parts)")
     b.add_argument("--embed-cache", default="", metavar="FILE",
@@ -242,9 +253,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"USERSxITEMS per user; repeat (default: {' '.join(DEFAULT_SIZES)})")
     s.add_argument("--backend", action="append", choices=["persistent", "http", "postgres"], default=None,
                    help="repeat for several (default persistent; http starts a `chroma run` per size, postgres "
-                        "a PostgreSQL with pgvector from the pgserver wheel: pip install 'memkit[bench]')")
+                        "a PostgreSQL with pgvector from the pgserver wheel: pip install 'memkit-lab[bench]')")
     s.add_argument("--episodes", type=float, default=0.5, help="share of each user's items that are past turns")
-    s.add_argument("--max-users", type=int, default=MAX_USERS, help="users whose indexes stay loaded (LRU cap)")
+    s.add_argument("--max-users", type=int, default=None,
+                   help="users whose indexes stay loaded (LRU cap; default: the store's own)")
     s.add_argument("--queries", type=int, default=200,
                    help="timed reads per size and call (default: %(default)s)")
     s.add_argument("--out", required=True, help="folder for scale.csv")

@@ -25,10 +25,7 @@ from typing import Any, Callable, Iterator, Sequence
 from ..errors import ConfigError
 
 Job = tuple[Any, str, list[int]]  # (conversation, strategy, budgets)
-# Calls each ``--jobs`` worker process takes before fresh ones replace them (``Workers``): Chroma keeps about 5 MB
-# of every in-memory store a process closed (chroma-core/chroma#3296), and fresh processes cost 3-4 s of imports
-# (README, "Memory over a long run").
-RECYCLE = 250
+from .defaults import RECYCLE  # noqa: E402  (calls each --jobs worker takes before a fresh one replaces it)
 
 
 @dataclass(frozen=True)
@@ -344,7 +341,7 @@ def _on_dask(fn: Callable[..., Any], calls: Sequence[tuple[int, tuple]], schedul
     try:
         from distributed import Client, as_completed
     except ImportError:
-        raise ConfigError("--scheduler runs on Dask: pip install 'memkit[distributed]'") from None
+        raise ConfigError("--scheduler runs on Dask: pip install 'memkit-lab[distributed]'") from None
     from .dask_worker import BenchWorker
 
     with Client(scheduler) as client:  # distributed.as_completed finds its client as the default one

@@ -25,7 +25,7 @@ from .metrics import (OPS, answer_in_context, duplicate_rate, evidence_recall, p
                       session_recall, stale, turn_op)
 from .stats import with_intervals
 
-DEFAULT_STRATEGIES = ("full", "window", "summary", "two-layer:keyed", "two-layer:similarity")
+from .defaults import DEFAULT_STRATEGIES  # noqa: E402
 
 
 def run_conversation(conv: Conversation, strategy: str, budget: int | Sequence[int], k: int, store: FactStore,

@@ -42,8 +42,6 @@ CHAT = ["I went {o} with my sister last weekend.", "Honestly {o} is the best par
 TURNS = ["I prefer {o} these days.", "We moved from {o} to {p} last month.", "I don't use {o} anymore.",
          "My sister recommends {o}.", "Honestly I could talk about {o} all day."]
 _SUFFIX = re.compile(r" #\d+$")
-# The default sweep: items per user at 100 users, users at 100 items each, and the issue's two targets
-DEFAULT_SIZES = ("100x10", "100x100", "100x1000", "1x10000", "1000x100", "10000x10")
 
 
 def synthetic_facts(user_id: str, n: int, rng: random.Random, numbered: bool = True) -> list[Fact]:

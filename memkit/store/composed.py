@@ -108,7 +108,7 @@ class FactStore:
 
     @classmethod
     def postgres(cls, url: str, embedder: Any = None, namespace: str = "memkit") -> "FactStore":
-        """The whole memory in one PostgreSQL database (``pip install 'memkit[postgres]'``): vectors in pgvector,
+        """The whole memory in one PostgreSQL database (``pip install 'memkit-lab[postgres]'``): vectors in pgvector,
         words in PostgreSQL's full-text search, the records, the event log, the profile and a per-user advisory
         lock. Every app process on every machine opens the same ``url``; no routing by user."""
         return cls(**backends.postgres(url, embedder or _embed.shared_embedder(), namespace))
@@ -263,7 +263,9 @@ class FactStore:
 
     def _check_open(self) -> None:
         if self._closed:
-            raise StoreClosed("this FactStore was closed; open a new one")
+            raise StoreClosed("the memory's store was closed (Memory.close(), leaving `with Memory()`, or "
+                              "FactStore.close()); open a new one: Memory() for one in memory, or "
+                              "Memory(store=FactStore.persistent(path)) to reopen a folder (also .http, .postgres)")
 
     # ---- event log and history ---------------------------------------------------------------
     def apply(self, user_id: str, events: Sequence[Event]) -> None:

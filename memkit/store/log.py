@@ -63,7 +63,7 @@ class EventLog:
 
     @classmethod
     def postgres(cls, url: str, namespace: str = "memkit") -> "EventLog":
-        """The log in a PostgreSQL database shared by every app process (``pip install 'memkit[postgres]'``);
+        """The log in a PostgreSQL database shared by every app process (``pip install 'memkit-lab[postgres]'``);
         each store namespace gets its own schema."""
         return cls(Database.postgres(url, namespace, role="event log database"))
 

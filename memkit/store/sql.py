@@ -83,12 +83,12 @@ class Database:
     @classmethod
     def postgres(cls, url: str, namespace: str = "memkit", role: str = "PostgreSQL database") -> "Database":
         """A PostgreSQL database; each namespace gets its own schema, and the per-owner lock is an advisory lock,
-        so it holds across machines (``pip install 'memkit[postgres]'``)."""
+        so it holds across machines (``pip install 'memkit-lab[postgres]'``)."""
         try:
             import psycopg
             from psycopg import sql
         except ImportError:
-            raise ConfigError("a PostgreSQL store needs psycopg: pip install 'memkit[postgres]'") from None
+            raise ConfigError("a PostgreSQL store needs psycopg: pip install 'memkit-lab[postgres]'") from None
         try:
             conn = psycopg.connect(url, autocommit=True)
             schema = sql.Identifier(f"memkit_{namespace}")
