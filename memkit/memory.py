@@ -46,6 +46,7 @@ class Memory:
             policy = registry.as_policy("llm", model=chat_model)  # ConfigError without a model
         validate.positive_int("k", k)
         validate.positive_int("window_tokens", window_tokens)
+        self._owns_store = store is None  # close() closes a store it made, never one it was given
         self.store = store or FactStore.ephemeral()
         self.extractor = extractor or RuleExtractor()
         self.summarizer = summarizer or ExtractiveSummarizer()
@@ -76,7 +77,7 @@ class Memory:
         self.sessions: dict[tuple[str, str], EpisodicBuffer] = {}  # (user_id, session_id) -> the open session
         # documents are retrieved beside the memory read; sessions warm up on a thread of their own, so a burst
         # of opened sessions never queues ahead of a read. Memory itself is searched in the caller's thread:
-        # on 2 cores, handing a search to another thread made reads slower (README, "Read path at scale")
+        # on 2 cores, handing a search to another thread made reads slower (CHANGELOG.md, 0.2.0, "Read path at scale")
         self._docs = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memkit-docs")
         self._warmer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memkit-warm")
         self._warming: dict[str, Future] = {}  # user_id -> the background load started when a session opened
@@ -157,7 +158,8 @@ class Memory:
 
     # ---- write path --------------------------------------------------------------------------
     def observe(self, user_id: str, session_id: str, role: str, content: str,
-                turn_id: str | None = None, time: float | None = None, speaker: str | None = None) -> list[Event]:
+                turn_id: str | None = None, time: "float | datetime | None" = None,
+                speaker: str | None = None) -> list[Event]:
         """Record a turn: in the session window, and as an episode (every role, every speaker). Extract durable
         facts from the user's turns and from any turn of a named ``speaker`` (facts then name that person and
         their keys are namespaced by them), and apply the conflict policy. Returns the events."""
@@ -339,9 +341,21 @@ class Memory:
         return "User profile:\n" + "\n".join(lines + tail) if facts else "User profile: (empty)"
 
     def close(self) -> None:
+        """Stop the background threads and close the store (embedding what waits)."""
+        self._stop()
+        self.store.close()
+
+    def _stop(self) -> None:
         self._warmer.shutdown(wait=True, cancel_futures=True)
         self._docs.shutdown(wait=True, cancel_futures=True)
-        self.store.close()
+
+    def __enter__(self) -> "Memory":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """``with Memory() as memory:`` closes the store on leaving if this memory made it (no ``store=``); a
+        store you passed stays open for you (the background threads stop either way)."""
+        self.close() if self._owns_store else self._stop()
 
 
 def _turn(e: Episode) -> Turn:

@@ -78,12 +78,8 @@ def query(value: Any) -> str:
 
 
 def timestamp(value: Any) -> float | None:
-    """A turn time: None (now) or seconds since the epoch as a finite number."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise InvalidArgument(f"time must be seconds since the epoch (a finite number) or None, got {value!r}")
-    return float(value)
+    """A turn time: None (now), seconds since the epoch as a finite number, or a ``datetime``."""
+    return None if value is None else time_point("time", value)
 
 
 def time_point(name: str, value: Any) -> float:

@@ -1,4 +1,5 @@
 import pytest
+from datetime import datetime
 
 from conftest import ChromaServer
 from memkit import (EventKind, FactStore, InvalidContent, Memory, MissingSessionId, MissingUserId,
@@ -167,3 +168,16 @@ def test_message_headers_are_an_option_and_the_context_derives_its_ids_from_its_
     assert ctx.turn_ids[:len(turns.items)] == tuple(item["turn_id"] for item in turns.items)
     with pytest.raises(ConfigError, match="unknown headers"):
         Memory(store=FactStore.ephemeral(embedder), headers={"fact": "x"})
+
+
+def test_memory_is_a_context_manager_that_closes_only_the_store_it_made(embedder):
+    from memkit import StoreClosed
+
+    with Memory(store=FactStore.ephemeral(embedder)) as given:
+        given.observe("u", "s", "user", "I live in Oslo.", time=datetime(2026, 3, 3, 9))  # a datetime is a time
+    assert given.store.count("u") == 1  # still open: the caller made it
+    given.store.close()
+    with Memory() as made:
+        made.observe("u", "s", "user", "I live in Oslo.")
+    with pytest.raises(StoreClosed):
+        made.store.count("u")
