@@ -94,7 +94,7 @@ class FactLines:
         return Part("facts", text, tokens.count(text), tuple(self.items))
 
 
-# chosen on the dev splits (README, "User–assistant chats"): words this alike make two lines one, and a turn's
+# chosen on the dev splits (docs/decisions.md, "Repeats and diversity"): words this alike make two lines one, and a turn's
 # passages shown before other turns have theirs
 NEAR_REPEATS = 0.8
 PASSAGES_PER_TURN = 1
@@ -155,7 +155,7 @@ def pack_memory(hits: Sequence[Hit], recalled: Iterable[Recalled], budget: int, 
     order of their fused scores while they fit, so a fact is shown only where it outranks the episodes. A
     shown fact spares its source turns (``spare_sources``). ``episode_options`` are ``pack_episodes``'s.
 
-    Measured on the dev splits (README, "Facts on one list"): the profile last, or none, lost up to 0.17 of
+    Measured on the dev splits (CHANGELOG.md, 0.2.0, "Facts on one list"): the profile last, or none, lost up to 0.17 of
     the evidence on the user-assistant shape."""
     block, used = FactLines(profile_tokens), 0
     for h in hits:

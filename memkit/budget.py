@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 # The profile block takes at most this share of a budget: at 100 tokens a 150-token profile would leave
-# nothing for what the question is about (measured on the dev split; README).
+# nothing for what the question is about (docs/decisions.md, "Profile block").
 PROFILE_SHARE = 0.15
 
 

@@ -26,10 +26,10 @@ POSITIONS = 512  # the model's position embeddings: the widest window it can tak
 # characters, so longer texts are cut before tokenizing (a 1 MB turn would otherwise be tokenized whole).
 CHARS_PER_TOKEN = 101
 # A batch holds at most this many tokens, padding included: on 2 cores, 128-token passages ran 25% faster in
-# batches of 8 than of 32 (README, "Bigger runs"), while short sentences still go 64 and more at a time.
+# batches of 8 than of 32 (docs/decisions.md, "Encoder batches"), while short sentences still go 64 and more at a time.
 BATCH_TOKENS = 1024
 # One more encoder call costs about as much time as this many more tokens (``python scripts/measure_encoder.py
-# --call-cost``: 19 on 2 cores, README "ONNX Runtime's options"); ``batches`` weighs its cuts with it.
+# --call-cost``: 19 on 2 cores, docs/decisions.md, "Encoder batches"); ``batches`` weighs its cuts with it.
 CALL_TOKENS = 20
 
 

@@ -28,7 +28,7 @@
 
 # %% tags=["parameters"]
 budget = 400          # tokens for Friday's context
-LLM = False           # True: extract and summarise with the endpoint in MEMKIT_LLM_* (see README)
+LLM = False           # True: extract and summarise with the endpoint in MEMKIT_LLM_* (see docs/usage.md, "Configuration")
 show_widgets = True   # False in headless runs: build the widgets without drawing them
 result_path = ""      # papermill sweeps: where to write this notebook's result table (CSV)
 

@@ -4,7 +4,11 @@ code block followed by a `text` block prints exactly that block."""
 import contextlib
 import io
 import re
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "extending.md"
@@ -17,15 +21,35 @@ def run_block(block: str, namespace: dict, where: Path) -> str:
     return out.getvalue()
 
 
-def test_extending_examples_run_and_print_what_they_claim():
-    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text("utf-8"), re.S)
-    assert len(blocks) >= 4
+@pytest.mark.parametrize("page,blocks", [("extending.md", 4), ("usage.md", 3)])
+def test_docs_examples_run_and_print_what_they_claim(page, blocks):
+    doc = ROOT / "docs" / page
+    found = [b for b in re.findall(r"```python\n(.*?)```", doc.read_text("utf-8"), re.S)
+             if "print(" in b]  # the generated reference's signatures are python blocks too, and print nothing
+    assert len(found) >= blocks
     namespace: dict = {}
-    for block in blocks:
-        printed = run_block(block, namespace, DOC).splitlines()
+    for block in found:
+        printed = run_block(block, namespace, doc).splitlines()
         claims = [c for c in re.findall(r"print\(.*?\)\s*#\s*(.*)", block)]
+        assert len(claims) == len([p for p in printed if p]), (claims, printed)
         for claim, line in zip(claims, [p for p in printed if p]):
             assert line == claim, (line, claim)
+
+
+def test_generated_docs_are_current():
+    """docs/benchmarks.md, the README's results table and docs/usage.md's reference are what
+    scripts/docs_pages.py writes from the result files and the code today."""
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "docs_pages.py"), "--check"], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_readme_is_a_guide():
+    readme = (ROOT / "README.md").read_text("utf-8")
+    assert len(readme.splitlines()) <= 250
+    assert not re.search(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b", readme)  # no commit hashes
+    for link in re.findall(r"\]\(((?:docs/)?[\w./-]+\.md)\)", readme):
+        assert (ROOT / link).exists(), link
 
 
 def test_readme_examples_print_what_the_readme_shows():

@@ -29,7 +29,7 @@ from ..errors import DimensionMismatch, IsolationError, MemkitError, StoreLocked
 from .base import past_ties
 
 # Users whose index stays loaded in an embedded store (one HNSW index each); the least recently used are
-# evicted beyond it. Measured at 1,000 users with 100 items each (README, "Read path at scale").
+# evicted beyond it. Measured at 1,000 users with 100 items each (docs/decisions.md, "Loaded users per process").
 MAX_USERS = 64
 # cosine distance; and an index written to disk after every batch of 2 changes instead of Chroma's 1000, so a
 # small user's index is on disk when the LRU above evicts it (Chroma cannot reload an index it never wrote).
@@ -106,7 +106,7 @@ class ChromaIndex:
             return
         with translated(self.backend, pending):
             # no documents: Chroma would index their words for a ``where_document`` memkit never asks, which
-            # was half of an upsert's time (README, "Bigger runs")
+            # was half of an upsert's time (CHANGELOG.md, 0.2.0, "Bigger runs")
             col.upsert(ids=[f"{TAGS[part]}:{i}" for i in ids],
                        embeddings=[list(map(float, v)) for v in vectors],
                        metadatas=[{"part": TAGS[part], "user_id": user_id}] * len(ids))

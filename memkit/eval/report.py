@@ -1,0 +1,143 @@
+"""``docs/benchmarks.md``, generated: markdown tables from the files ``memkit bench`` and
+``scripts/measure_recall_options.py`` write, each under the command that made it. No number on that page is
+typed by hand; ``python scripts/docs_pages.py`` writes it and ``tests/test_docs.py`` fails when it is
+stale against the result files it names.
+
+A run folder (``docs/results/<name>/``) holds what ``memkit bench`` wrote: ``run.json`` (with the command),
+``summary.csv`` and, with several strategies, ``compare.csv``. An options table is one CSV of
+``measure_recall_options.py`` with its command in a ``.cmd`` file beside it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+TWO_LAYER = "two-layer:keyed"
+
+
+def _row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    return "\n".join([_row(header), _row(["---"] * len(header)), *(_row(r) for r in rows)])
+
+
+def recall_table(summary: pd.DataFrame) -> str:
+    """Evidence recall per strategy and budget with its 95% interval, answer-in-context in brackets."""
+    every = summary[summary["type"] == "all"]
+    budgets = sorted(every["budget"].unique())
+    rows = []
+    for name, got in every.groupby("strategy", sort=False):
+        got = got.set_index("budget")
+        cells = [f"{r.evidence_recall:.3f} [{r.evidence_recall_ci_low:.2f}, {r.evidence_recall_ci_high:.2f}] "
+                 f"({r.answer_in_context:.2f})" if b in got.index else "–"
+                 for b in budgets for r in [got.loc[b] if b in got.index else None]]
+        rows.append([f"**{name}**" if name.startswith("two-layer") else name, *cells])
+    return _table(["evidence recall [95% interval] (answer in context)", *(f"{b:,} tokens" for b in budgets)], rows)
+
+
+def difference_table(compare: pd.DataFrame, ours: str, baselines: Sequence[str]) -> str:
+    """``ours`` minus each baseline in evidence recall at each budget, with the paired interval."""
+    pairs = compare[(compare["type"] == "all") & (compare["metric"] == "evidence_recall")]
+    budgets = sorted(pairs["budget"].unique())
+    rows = []
+    for base in baselines:
+        cells = []
+        for b in budgets:
+            at = pairs[(pairs["budget"] == b) & (((pairs["strategy_a"] == ours) & (pairs["strategy_b"] == base))
+                                                 | ((pairs["strategy_a"] == base) & (pairs["strategy_b"] == ours)))]
+            if at.empty:
+                cells.append("–")
+                continue
+            r = at.iloc[0]
+            sign = 1 if r.strategy_a == ours else -1
+            low, high = sorted((sign * r.ci_low, sign * r.ci_high))
+            cells.append(f"{sign * r.difference:+.3f} [{low:+.3f}, {high:+.3f}]")
+        rows.append([base, *cells])
+    return _table([f"{ours} minus", *(f"{b:,} tokens" for b in budgets)], rows)
+
+
+def by_type_table(summary: pd.DataFrame) -> str:
+    """Evidence recall by probe type, strategy and budget."""
+    typed = summary[summary["type"] != "all"]
+    table = typed.pivot_table(index="type", columns=["strategy", "budget"], values="evidence_recall", sort=False)
+    header = ["type", *(f"{s} @ {b:,}" for s, b in table.columns)]
+    return _table(header, [[t, *(f"{v:.2f}" for v in r)] for t, r in table.iterrows()])
+
+
+def run_section(folder: Path, title: str) -> str:
+    """One ``memkit bench`` run: its command, what it ran on, and its tables."""
+    run = json.loads((folder / "run.json").read_text("utf-8"))
+    summary = pd.read_csv(folder / "summary.csv")
+    probes = summary[summary["type"] == "all"].groupby("strategy")["probes"].max().max()
+    out = [f"## {title}", "", "```bash", run.get("command", "(command not recorded)"), "```", "",
+           f"{run['conversations']} conversations, {int(probes)} questions with evidence or an answer "
+           f"({run['format']}); files: `{folder.as_posix()}`.", "", recall_table(summary), ""]
+    compare = folder / "compare.csv"
+    strategies = list(dict.fromkeys(summary["strategy"]))
+    ours = next((s for s in strategies if s.startswith("two-layer")), None)
+    if compare.exists() and ours:
+        others = [s for s in strategies if s != ours]
+        out += ["Paired differences over conversations (95% bootstrap interval):", "",
+                difference_table(pd.read_csv(compare), ours, others), ""]
+    out += ["By question type (evidence recall):", "", by_type_table(summary), ""]
+    return "\n".join(out)
+
+
+def options_section(csv: Path, title: str) -> str:
+    """One options table of ``scripts/measure_recall_options.py``: variant by budget."""
+    table = pd.read_csv(csv)
+    budgets = sorted(table["budget"].unique())
+    rows = []
+    for variant, got in table.groupby("variant", sort=False):
+        got = got.set_index("budget")
+        rows.append([variant, *(f"{got.loc[b, 'evidence_recall']:.3f} [{got.loc[b, 'ci_low']:.2f}, "
+                                f"{got.loc[b, 'ci_high']:.2f}]" if b in got.index else "–" for b in budgets)])
+    command = csv.with_suffix(".cmd").read_text("utf-8").strip() if csv.with_suffix(".cmd").exists() else \
+        "(command not recorded)"
+    return "\n".join([f"## {title}", "", "```bash", command, "```", "", f"File: `{csv.as_posix()}`.", "",
+                      _table(["variant: evidence recall [95% interval]", *(f"{b:,} tokens" for b in budgets)],
+                             rows), ""])
+
+
+def page(sections: Sequence[tuple[str, Path, str]], intro: str) -> str:
+    """The whole page: ``intro``, then each ``(kind, path, title)`` section (``run`` or ``options``) in order."""
+    parts = [intro.strip(), ""]
+    for kind, path, title in sections:
+        if not path.exists():
+            continue
+        parts.append(run_section(path, title) if kind == "run" else options_section(path, title))
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def headline(runs: Sequence[tuple[str, Path]]) -> str:
+    """The README's short table: per run and budget, two-layer memory's evidence recall, the best ``rag:*``
+    baseline's, and their paired difference with its interval (runs whose files are missing are left out)."""
+    rows = []
+    for label, folder in runs:
+        if not (folder / "summary.csv").exists():
+            continue
+        summary = pd.read_csv(folder / "summary.csv")
+        every = summary[summary["type"] == "all"]
+        compare = pd.read_csv(folder / "compare.csv") if (folder / "compare.csv").exists() else None
+        ours = next((s for s in dict.fromkeys(every["strategy"]) if s.startswith("two-layer")), None)
+        if ours is None:
+            continue
+        for b in sorted(every["budget"].unique()):
+            at = every[every["budget"] == b].set_index("strategy")
+            rags = at[at.index.str.startswith("rag:")]
+            if rags.empty:
+                continue
+            best = rags["evidence_recall"].idxmax()
+            cell = "–"
+            if compare is not None:
+                cell = difference_table(compare[compare["budget"] == b], ours, [best]).splitlines()[-1].split(" | ")[-1]
+                cell = cell.rstrip(" |")
+            rows.append([label, f"{b:,}", f"{at.loc[ours, 'evidence_recall']:.3f}",
+                         f"{best} {rags.loc[best, 'evidence_recall']:.3f}", cell])
+    return _table(["data", "tokens", "two-layer", "best raw retrieval", "difference [95% interval]"], rows)
