@@ -132,7 +132,7 @@ def _subject(store: FactStore, user_id: str, query: str, speakers: set[str]) -> 
     gives ("I'm Kate": ``emi.name`` = Kate)."""
     people = sorted(s for s in speakers if s.lower() not in ROLES)
     if not people:
-        return None
+        return named(query, sorted(speakers))  # a user-assistant memory: a first-person question is the user's
     keys = {f"{slug(p)}.name": p for p in people}
     aliases = {f.value: keys[f.key] for f in store.profile(user_id, keys=sorted(keys)) if f.value and f.key in keys}
     return named(query, people, aliases)

@@ -1,8 +1,9 @@
 """Who a question is about (docs/architecture.md §5): when it names exactly one of the people whose turns
 the read found, by a word of their name or by a name they gave themselves (a ``<person>.name`` fact, "I'm
 Kate"), that person's turns rank up (``recall.recall_episodes``): in real two-person chats nearly every
-evidence turn of a question about one person is that person's own (docs/decisions.md). Pure functions of
-the question, the speakers and their aliases.
+evidence turn of a question about one person is that person's own. A question in the first person ("my
+app", "what did I say") put to a user–assistant memory is about the user: the user's turns rank up
+(docs/decisions.md). Pure functions of the question, the speakers and their aliases.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 ROLES = frozenset({"user", "assistant", "system", "tool"})  # speakers that are roles, not people: never named
+USER = "user"  # the speaker of a user's own turns when they are not named (Memory.observe without speaker=)
 _WORD = re.compile(r"\w+", re.UNICODE)
+_FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|me|my|mine|myself)\b|我", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,8 @@ class Subject:
 
     def describe(self) -> str:
         """How the read used it, for the context's account."""
+        if self.speaker == USER:
+            return f'the question is in the first person ("{self.word}"): the user\'s turns ranked up'
         via = "" if self.word.lower() in name_words(self.speaker) else f' (as "{self.word}")'
         return f"the question names {self.speaker}{via}: their turns ranked up"
 
@@ -35,7 +40,8 @@ def name_words(speaker: str) -> set[str]:
 
 def named(query: str, speakers: Iterable[str], aliases: Mapping[str, str] | None = None) -> Subject | None:
     """The one person of ``speakers`` that ``query`` names, by a word of their name or by an alias
-    (``{alias: speaker}``); None when it names none, several, or only roles."""
+    (``{alias: speaker}``); else, when ``speakers`` holds the unnamed user and the question is in the first
+    person, the user; None when it names none, several, or only roles."""
     words = {w.lower(): w for w in _WORD.findall(query)}
     found: dict[str, str] = {}
     for speaker in speakers:
@@ -48,6 +54,9 @@ def named(query: str, speakers: Iterable[str], aliases: Mapping[str, str] | None
         for w in name_words(alias):
             if w in words and speaker not in found and speaker.lower() not in ROLES:
                 found[speaker] = words[w]
+    if not found and USER in speakers:
+        first = _FIRST_PERSON.search(query)
+        return Subject(USER, first.group(0)) if first else None
     if len(found) != 1:
         return None
     ((speaker, word),) = found.items()

@@ -25,6 +25,26 @@ def test_roles_are_not_people():
     assert named("What did the assistant suggest to Ana?", ["assistant", "Ana"]) == Subject("Ana", "Ana")
 
 
+def test_a_first_person_question_to_a_user_assistant_memory_is_about_the_user():
+    assert named("What quota did I set for my app?", ["assistant", "user"]) == Subject("user", "I")
+    assert named("我喜欢什么?", ["user", "assistant"]) == Subject("user", "我")
+    assert named("What quota did the team set?", ["assistant", "user"]) is None
+    assert named("What did I tell Ana?", ["Ana", "Bo"]) == Subject("Ana", "Ana")  # named people: no first person
+    assert Subject("user", "my").describe() == 'the question is in the first person ("my"): the user\'s turns ranked up'
+
+
+def test_a_read_of_a_user_assistant_memory_ranks_the_users_turns_up_for_my(embedder):
+    m = Memory(store=FactStore.ephemeral(embedder), profile_tokens=0)
+    m.observe("u", "s1", "user", "The dashboard API answers in 250 ms now.", time=1_700_000_000.0)
+    m.observe("u", "s1", "assistant", "Great: a dashboard API at 250 ms is fast; the API docs say 300 ms is typical.",
+              time=1_700_000_001.0)
+    m.end_session("u", "s1")
+    ctx = m.context("u", "q", "How fast is my dashboard API?", budget=300)
+    first = [i for i in ctx.parts[1].items if i["rank"] == 1][0]
+    assert first["text"].startswith("user: The dashboard API") and "subject #1" in first["why"]
+    assert any("first person" in n for n in ctx.notes)
+
+
 def test_the_alias_is_said_as_it_was_named():
     assert Subject("Emi", "Kate").describe() == 'the question names Emi (as "Kate"): their turns ranked up'
     assert Subject("Emi", "emi").describe() == "the question names Emi: their turns ranked up"
@@ -46,8 +66,9 @@ def _chat(embedder, **options):
 def test_a_read_ranks_up_the_named_persons_turns_and_says_so(embedder):
     m = _chat(embedder)
     ctx = m.context("chat", "q", "What did Kate do with the cello?", budget=400)
-    first = [i for i in ctx.parts[1].items if i["rank"] == 1][0]
-    assert first["turn_id"] == "D1:3" and "subject #1" in first["why"]
+    first = min(ctx.parts[1].items, key=lambda i: i["rank"])  # the best-ranked episode
+    assert first["turn_id"] == "D1:3" and "subject #" in first["why"]
+    assert "subject #1" in ctx.parts[0].items[0]["why"]  # her name fact, about her too, spares the turn it came from
     assert 'the question names Ines (as "Kate"): their turns ranked up' in ctx.notes
     # the other person's turns are still there, below
     assert {"D1:1", "D1:4", "D1:5"} <= {i["turn_id"] for i in ctx.parts[1].items}
