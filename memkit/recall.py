@@ -15,7 +15,7 @@ from .budget import BudgetPlan, profile_rows
 from .rules import slug
 from .store import FactStore
 from .store.base import episode_items
-from .subject import ROLES, Subject, named
+from .subject import ROLES, USER, Subject, named
 from .timeframe import Timeframe
 from .types import Episode, Fact, Hit, Recalled
 
@@ -266,7 +266,9 @@ def recall(store: FactStore, policy: "Policy", user_id: str, session_id: str, qu
     if subject is not None and scored_facts:
         scored_facts["subject"] = _facts_about(store, user_id, subject, scored_facts, options)
     fused = fuse(one_list(scored_facts, scored), options)
-    shown = fact_hits(store, policy, user_id, query, dense.get("facts"), k, floor, plan.profile, options,
+    # the profile block is the user's: a question about another person gets that person's facts by recall
+    profile = 0 if subject is not None and subject.speaker != USER else plan.profile
+    shown = fact_hits(store, policy, user_id, query, dense.get("facts"), k, floor, profile, options,
                       fused=[(key[2:], s, r) for key, s, r in fused if key[0] == "f"]) if facts else []
     found = _fetched([(key[2:], s, r) for key, s, r in fused if key[0] == "e"], dict(dense.get("episodes") or ()),
                      lambda refs: _episodes(store, user_id, refs), plan.page)

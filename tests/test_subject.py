@@ -79,3 +79,15 @@ def test_without_subjects_the_same_read_ranks_by_the_words_alone(embedder):
                                                                           budget=400)
     assert not any("subject" in i["why"] for i in ctx.parts[1].items)
     assert not any("names" in n for n in ctx.notes)
+
+
+def test_a_question_about_a_named_person_gets_no_profile_block(embedder):
+    m = Memory(store=FactStore.ephemeral(embedder))  # the default profile block
+    m.observe("chat", "s1", "user", "I'm a nurse. I live in Oslo.", "D1:1", 1_700_000_000.0, "Ines")
+    m.observe("chat", "s1", "assistant", "I'm a teacher.", "D1:2", 1_700_000_001.0, "Tomek")
+    m.observe("chat", "s1", "assistant", "I play the cello.", "D1:3", 1_700_000_002.0, "Tomek")
+    m.end_session("chat", "s1")
+    about = m.context("chat", "q", "What does Tomek play?", budget=400)
+    assert not any(i["why"] == "profile" for i in about.parts[0].items)
+    anyone = m.context("chat", "q2", "Who plays an instrument?", budget=400)  # no one named: the block is back
+    assert any(i["why"] == "profile" for i in anyone.parts[0].items)
