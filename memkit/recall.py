@@ -15,7 +15,7 @@ from .budget import BudgetPlan, profile_rows
 from .rules import slug
 from .store import FactStore
 from .store.base import episode_items
-from .subject import ROLES, USER, Subject, named
+from .subject import ROLES, USER, Subject, name_words, named, without_words
 from .timeframe import Timeframe
 from .types import Episode, Fact, Hit, Recalled
 
@@ -41,6 +41,8 @@ class RecallOptions:
     rrf_k: int = RRF_K
     timeframes: bool = True  # a question's relative time ranks the turns of that time up (memkit/timeframe.py)
     subjects: bool = True  # a question that names one person ranks that person's turns up (memkit/subject.py)
+    # and, off, searches the lexical channel without the words that named them (every line of theirs has them)
+    subject_words: bool = True
 
     def __post_init__(self) -> None:
         unknown = set(self.channels) - set(CHANNELS)
@@ -94,27 +96,33 @@ def recall_episodes(store: FactStore, user_id: str, query: str, dense: Sequence[
     fusion: the turns said in its window, or the recalled turns newest or oldest first. The episodes are read
     by id from their records, ``page`` ids at a time (None: all at once). ``session`` is the reader's own
     (``FactStore.lexical``)."""
-    scored, _ = _scored_episodes(store, user_id, query, dense, options, session, timeframe)
+    scored, _, _ = _scored_episodes(store, user_id, query, dense, options, session, timeframe)
     return _fetched(fuse(_ids(scored), options), dict(dense or ()), lambda refs: _episodes(store, user_id, refs), page)
 
 
 def _scored_episodes(store: FactStore, user_id: str, query: str, dense: Sequence[tuple[str, float]] | None,
                      options: RecallOptions, session: str | None, timeframe: Timeframe | None
-                     ) -> tuple[dict[str, list[tuple[str, float]]], Subject | None]:
+                     ) -> tuple[dict[str, list[tuple[str, float]]], Subject | None, str]:
     """The episodes' channels (``_scored``); with a ``timeframe`` the time ranking of what they found; and when
     the question names one of the people who said what they found, those people's turns of it (``subject``),
-    with the person."""
+    with the person, and the query the lexical channel searched (without the person's name when
+    ``options.subject_words`` is off)."""
     scored = _scored(store, user_id, "episodes", query, dense, options, -math.inf, session)
     found = [i for i, _, _ in fuse(_ids(scored), options)]
-    subject = None
+    subject, lexical_query = None, query
     if options.subjects and found:
         said = {r: e.speaker for r, e in _episodes(store, user_id, found).items()}
         subject = _subject(store, user_id, query, set(said.values()))
+        if subject is not None and not options.subject_words and "lexical" in scored:
+            lexical_query = without_words(query, name_words(subject.word) | name_words(subject.speaker))
+            scored["lexical"] = store.lexical(user_id, "episodes", lexical_query, options.depth, session)
+            found = [i for i, _, _ in fuse(_ids(scored), options)]
+            said = {r: e.speaker for r, e in _episodes(store, user_id, found).items()}
         if subject is not None:
             scored["subject"] = [(r, 0.0) for r in found if said.get(r) == subject.speaker]
     if timeframe is not None:
         scored["time"] = [(r, 0.0) for r in _by_time(store, user_id, found, timeframe, options.depth, session)]
-    return scored, subject
+    return scored, subject, lexical_query
 
 
 def _facts_about(store: FactStore, user_id: str, subject: Subject, scored: dict[str, list[tuple[str, float]]],
@@ -260,9 +268,11 @@ def recall(store: FactStore, policy: "Policy", user_id: str, session_id: str, qu
     dense = dense_rankings(store, user_id, vector, depths, options, session_id)
     # facts and episodes on one list: each item's fused score is its place among both, so the packer takes
     # them in one order and a fact is shown only where it outranks the episodes (assemble.pack_memory)
-    scored_facts = _scored(store, user_id, "facts", query, dense.get("facts"), options, floor, None) if facts else {}
-    scored, subject = _scored_episodes(store, user_id, query, dense.get("episodes"), deeper, session_id, timeframe) \
-        if episodes else ({}, None)
+    scored, subject, lexical_query = _scored_episodes(store, user_id, query, dense.get("episodes"), deeper,
+                                                      session_id, timeframe) if episodes else ({}, None, query)
+    # the facts' lexical channel searches what the episodes' did, so their scores rank on one list
+    scored_facts = _scored(store, user_id, "facts", lexical_query, dense.get("facts"), options, floor, None) \
+        if facts else {}
     if subject is not None and scored_facts:
         scored_facts["subject"] = _facts_about(store, user_id, subject, scored_facts, options)
     fused = fuse(one_list(scored_facts, scored), options)

@@ -38,6 +38,12 @@ def name_words(speaker: str) -> set[str]:
     return {w.lower() for w in _WORD.findall(speaker) if len(w) > 1}
 
 
+def without_words(query: str, words: set[str]) -> str:
+    """``query`` without ``words`` (lowercase), and without the possessive ending they leave ("Kate's")."""
+    return " ".join(re.sub(r"\b(\w+)(?:'s|’s)?", lambda m: "" if m.group(1).lower() in words else m.group(0),
+                           query).split())
+
+
 def named(query: str, speakers: Iterable[str], aliases: Mapping[str, str] | None = None) -> Subject | None:
     """The one person of ``speakers`` that ``query`` names, by a word of their name or by an alias
     (``{alias: speaker}``); else, when ``speakers`` holds the unnamed user and the question is in the first

@@ -91,3 +91,17 @@ def test_a_question_about_a_named_person_gets_no_profile_block(embedder):
     assert not any(i["why"] == "profile" for i in about.parts[0].items)
     anyone = m.context("chat", "q2", "Who plays an instrument?", budget=400)  # no one named: the block is back
     assert any(i["why"] == "profile" for i in anyone.parts[0].items)
+
+
+def test_without_subject_words_the_name_no_longer_pulls_short_lines_up(embedder):
+    def first_lexical(options):
+        m = Memory(store=FactStore.ephemeral(embedder), profile_tokens=0, recall=options)
+        for i, (who, text) in enumerate([("Sam", "Ugh, Mondays."), ("Ana", "Did you practise, Sam?"),
+                                         ("Sam", "Yes, an hour of cello scales before the orchestra rehearsal.")]):
+            m.observe("c", "s1", "user" if who == "Sam" else "assistant", text, f"D1:{i}", 1_700_000_000.0 + i, who)
+        m.end_session("c", "s1")
+        items = m.context("c", "q", "What instrument does Sam play?", budget=300).parts[1].items
+        return [i["text"] for i in items if "lexical #1" in i["why"]]
+
+    assert first_lexical(RecallOptions()) == ["Sam: Ugh, Mondays."]  # the name is the only shared word
+    assert first_lexical(RecallOptions(subject_words=False)) == []  # "instrument play" matches no line
