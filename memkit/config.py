@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .errors import ConfigError
+from .llm import DEFAULT_MAX_TOKENS
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ class Settings:
     embed_dimension: int | None = None
     timeout: float = 20.0      # MEMKIT_LLM_TIMEOUT, seconds per request
     max_retries: int = 1       # MEMKIT_LLM_MAX_RETRIES
+    max_tokens: int = DEFAULT_MAX_TOKENS  # MEMKIT_LLM_MAX_TOKENS, the longest reply a request allows
     embed_cache: str | None = None  # MEMKIT_EMBED_CACHE: an embedding-cache file (memkit/embed_cache.py); unset: none
 
     @property
@@ -45,6 +47,7 @@ class Settings:
             embed_dimension=int(dim) if dim else None,
             timeout=_number(env, "MEMKIT_LLM_TIMEOUT", 20.0, float),
             max_retries=int(_number(env, "MEMKIT_LLM_MAX_RETRIES", 1, int)),
+            max_tokens=int(_number(env, "MEMKIT_LLM_MAX_TOKENS", DEFAULT_MAX_TOKENS, int)),
             embed_cache=env.get("MEMKIT_EMBED_CACHE") or None,
         )
 
@@ -55,7 +58,7 @@ class Settings:
         from .llm import OpenAIChat
 
         return OpenAIChat(model=self.llm.model, base_url=self.llm.base_url, api_key=self.llm.api_key,
-                          timeout=self.timeout, max_retries=self.max_retries)
+                          timeout=self.timeout, max_retries=self.max_retries, max_tokens=self.max_tokens)
 
     def embedder(self) -> Any:
         """The configured embedder: an OpenAI-compatible one, or offline MiniLM; behind the embedding cache

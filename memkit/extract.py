@@ -21,6 +21,15 @@ Answer with JSON only: {"facts": [{"text": str, "kind": "semantic"|"episodic"|"p
 durable, answer {"facts": []}."""
 
 KINDS = {"semantic", "episodic", "procedural"}
+# The reply's shape, sent as structured output where the server takes it (llm.OpenAIChat); validated anyway
+FACTS_SCHEMA = {"type": "object", "required": ["facts"], "additionalProperties": False, "properties": {"facts": {
+    "type": "array", "maxItems": 8, "items": {
+        "type": "object", "required": ["text", "kind", "key", "value", "importance"], "additionalProperties": False,
+        "properties": {"text": {"type": "string", "minLength": 1, "maxLength": 300},
+                       "kind": {"type": "string", "enum": sorted(KINDS)},
+                       "key": {"type": ["string", "null"], "pattern": r"^[a-z0-9_]+(\.[a-z0-9_]+)+$"},
+                       "value": {"type": ["string", "null"], "maxLength": 200},
+                       "importance": {"type": "number", "minimum": 0, "maximum": 1}}}}}}
 
 
 @runtime_checkable
@@ -31,27 +40,37 @@ class Extractor(Protocol):
 
 
 def candidates_from_json(data: Any, received: str, source: tuple[str, ...] = ()) -> list[Candidate]:
-    """Validate a ``{"facts": [...]}`` reply; ``ExtractionError`` names what was wrong."""
+    """Validate a ``{"facts": [...]}`` reply item by item and keep the good items; ``ExtractionError`` names
+    what was wrong when the reply has no list of facts, or when every item of it is bad (one bad item of a
+    reply does not discard the others)."""
     facts = data.get("facts") if isinstance(data, dict) else data if isinstance(data, list) else None
     if not isinstance(facts, list):
         raise ExtractionError('expected {"facts": [...]}', received)
-    out = []
+    out, wrong = [], []
     for i, f in enumerate(facts):
-        if not isinstance(f, dict) or not isinstance(f.get("text"), str) or not f["text"].strip():
-            raise ExtractionError(f"fact {i} has no text", received)
-        kind = f.get("kind") or "semantic"
-        if kind not in KINDS:
-            raise ExtractionError(f"fact {i} has unknown kind {kind!r}", received)
         try:
-            importance = min(max(float(f.get("importance", 0.5)), 0.0), 1.0)
-        except (TypeError, ValueError):
-            raise ExtractionError(f"fact {i} has a non-numeric importance", received) from None
-        key = f.get("key") or None
-        value = f.get("value")
-        out.append(Candidate(text=f["text"].strip(), kind=kind, key=str(key) if key else None,
-                             value=None if value is None else str(value), importance=importance,
-                             source=tuple(source)))
+            out.append(_candidate(i, f, source))
+        except ValueError as e:
+            wrong.append(str(e))
+    if wrong and not out:
+        raise ExtractionError("; ".join(wrong), received)
     return out
+
+
+def _candidate(i: int, f: Any, source: tuple[str, ...]) -> Candidate:
+    """One item of a reply as a candidate; ``ValueError`` says what is wrong with it."""
+    if not isinstance(f, dict) or not isinstance(f.get("text"), str) or not f["text"].strip():
+        raise ValueError(f"fact {i} has no text")
+    kind = f.get("kind") or "semantic"
+    if kind not in KINDS:
+        raise ValueError(f"fact {i} has unknown kind {kind!r}")
+    try:
+        importance = min(max(float(f.get("importance", 0.5)), 0.0), 1.0)
+    except (TypeError, ValueError):
+        raise ValueError(f"fact {i} has a non-numeric importance") from None
+    key, value = f.get("key") or None, f.get("value")
+    return Candidate(text=f["text"].strip(), kind=kind, key=str(key) if key else None,
+                     value=None if value is None else str(value), importance=importance, source=tuple(source))
 
 
 class LLMExtractor:
@@ -63,7 +82,7 @@ class LLMExtractor:
 
     def extract(self, text: str, source: tuple[str, ...] = ()) -> list[Candidate]:
         reply = self.model.complete(
-            [{"role": "system", "content": self.prompt}, {"role": "user", "content": text}], json_mode=True
+            [{"role": "system", "content": self.prompt}, {"role": "user", "content": text}], json_mode=FACTS_SCHEMA
         )
         return candidates_from_json(parse_json(reply), reply, source)
 

@@ -11,6 +11,11 @@ from .errors import ExtractionError, ModelUnavailable
 Messages = Sequence[dict[str, str]]
 DEFAULT_TIMEOUT = 20.0   # seconds per request: a slow server never holds a notebook cell for minutes
 DEFAULT_RETRIES = 1      # the openai client's own retries (with backoff) on connection errors, 429 and 5xx
+# Tokens a reply may take (MEMKIT_LLM_MAX_TOKENS): every request bounds its reply, so a model that does not
+# stop cannot run to its context limit behind a single-request server's lock while the client times out
+DEFAULT_MAX_TOKENS = 512
+# What a server is asked for, most structured first; a level a server refuses is not asked of it again
+LEVELS = ("schema", "json", "text")
 
 
 def make_client(base_url: str | None, api_key: str, timeout: float = DEFAULT_TIMEOUT,
@@ -43,41 +48,59 @@ def call(what: str, fn: Any, **kwargs: Any) -> Any:
 class ChatModel(Protocol):
     """Anything that answers a list of chat messages with text."""
 
-    def complete(self, messages: Messages, json_mode: bool = False) -> str: ...
+    def complete(self, messages: Messages, json_mode: "bool | dict[str, Any]" = False) -> str: ...
 
 
 class OpenAIChat:
-    """A chat model behind any OpenAI-compatible endpoint (OpenAI, DeepSeek, Qwen, vLLM, Ollama, llama.cpp)."""
+    """A chat model behind any OpenAI-compatible endpoint (OpenAI, DeepSeek, Qwen, vLLM, Ollama, llama.cpp).
+
+    Every request bounds its reply with ``max_tokens``. ``complete(..., json_mode=schema)`` asks for output
+    constrained to that JSON schema (``response_format`` ``json_schema``); a server that refuses it is asked
+    for JSON mode, and one that refuses that for plain text, each refusal remembered for this endpoint."""
 
     def __init__(self, model: str, base_url: str | None = None, api_key: str = "not-needed",
-                 temperature: float = 0.0, timeout: float = DEFAULT_TIMEOUT, max_retries: int = DEFAULT_RETRIES) -> None:
+                 temperature: float = 0.0, timeout: float = DEFAULT_TIMEOUT, max_retries: int = DEFAULT_RETRIES,
+                 max_tokens: int = DEFAULT_MAX_TOKENS) -> None:
         self.model = model
         self.temperature = temperature
+        self.max_tokens = max_tokens
         self.client = make_client(base_url, api_key, timeout, max_retries)
-        self._json_mode_supported = True
+        self.level = LEVELS[0]  # the most structured output this endpoint has not refused
 
-    def complete(self, messages: Messages, json_mode: bool = False) -> str:
-        """The model's answer; ``ModelUnavailable`` on any endpoint fault."""
+    def complete(self, messages: Messages, json_mode: "bool | dict[str, Any]" = False) -> str:
+        """The model's answer; ``ModelUnavailable`` on any endpoint fault. ``json_mode``: True for a JSON
+        object, a dict for that JSON schema."""
         import openai
 
-        kwargs: dict[str, Any] = {"model": self.model, "messages": list(messages), "temperature": self.temperature}
+        kwargs: dict[str, Any] = {"model": self.model, "messages": list(messages), "temperature": self.temperature,
+                                  "max_tokens": self.max_tokens}
         create = self.client.chat.completions.create
-        if json_mode and self._json_mode_supported:
+        while True:
+            level = self._level_for(json_mode)
+            formats = {"schema": {"type": "json_schema", "json_schema": {"name": "reply", "schema": json_mode}},
+                       "json": {"type": "json_object"}}
+            extra = {"response_format": formats[level]} if level in formats else {}
             try:
-                reply = create(response_format={"type": "json_object"}, **kwargs)
+                reply = create(**extra, **kwargs)
+                break
             except openai.BadRequestError as e:
-                if "response_format" not in str(e) and "json" not in str(e).lower():
+                said = str(e).lower()
+                if not extra or not any(w in said for w in ("response_format", "json", "schema", "grammar")):
                     raise ModelUnavailable(f"chat: the endpoint refused the request (HTTP 400): {e}") from e
-                self._json_mode_supported = False  # the server refuses JSON mode: ask in plain text
-                reply = call("chat", create, **kwargs)
+                self.level = LEVELS[LEVELS.index(level) + 1]  # this server refuses it: ask for less from now on
             except Exception as e:  # noqa: BLE001 - translated below, one path for every fault
                 reply = call("chat", _reraise, error=e)
-        else:
-            reply = call("chat", create, **kwargs)
+                break
         try:
             return reply.choices[0].message.content or ""
         except (AttributeError, IndexError, TypeError) as e:
             raise ModelUnavailable(f"chat: the endpoint's reply has no message ({e})") from e
+
+
+    def _level_for(self, json_mode: "bool | dict[str, Any]") -> str:
+        """What to ask for: the request's own wish, within what the endpoint has not refused."""
+        wished = "schema" if isinstance(json_mode, dict) else "json" if json_mode else "text"
+        return LEVELS[max(LEVELS.index(wished), LEVELS.index(self.level))]
 
 
 def _reraise(error: Exception) -> Any:

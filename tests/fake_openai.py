@@ -14,12 +14,13 @@ from typing import Any
 
 
 class FakeOpenAI:
-    def __init__(self, embed_dim: int = 8, reject_json_mode: bool = False) -> None:
+    def __init__(self, embed_dim: int = 8, reject_json_mode: bool = False, reject_schema: bool = False) -> None:
         self.replies: list[str] = []
         self.faults: list[str] = []  # "500", "429", "empty", "slow:<seconds>", "400": one per request, in order
         self.requests: list[dict[str, Any]] = []
         self.embed_dim = embed_dim
-        self.reject_json_mode = reject_json_mode
+        self.reject_json_mode = reject_json_mode  # refuse any response_format (a server without JSON mode)
+        self.reject_schema = reject_schema  # refuse json_schema only (JSON mode without structured output)
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -44,7 +45,8 @@ class FakeOpenAI:
                     else:
                         return self._send(int(fault), {"error": {"message": f"injected {fault}", "type": "server_error"}})
                 if self.path.endswith("/chat/completions"):
-                    if fake.reject_json_mode and "response_format" in body:
+                    schema = body.get("response_format", {}).get("type") == "json_schema"
+                    if (fake.reject_json_mode and "response_format" in body) or (fake.reject_schema and schema):
                         return self._send(400, {"error": {"message": "response_format not supported", "type": "invalid_request_error"}})
                     content = fake.replies.pop(0) if fake.replies else '{"facts": []}'
                     return self._send(200, {

@@ -8,6 +8,8 @@ from fake_openai import FakeOpenAI
 from memkit import (ConfigError, DimensionMismatch, EventKind, ExtractionError, FactStore, LLMExtractor, Memory,
                     OpenAIChat, Settings, parse_json)
 from memkit.embed import OpenAIEmbedder
+from memkit.extract import FACTS_SCHEMA
+from memkit.llm import DEFAULT_MAX_TOKENS
 
 GOOD = {"facts": [{"text": "User prefers metric units.", "kind": "semantic", "key": "user.units",
                    "value": "metric", "importance": 0.8}]}
@@ -43,7 +45,9 @@ def test_llm_extractor_reads_real_world_replies(fake_llm, reply):
     (c,) = x.extract("I prefer metric units.", ("t1",))
     assert (c.key, c.value, c.source) == ("user.units", "metric", ("t1",))
     req = fake_llm.requests[-1]
-    assert req["body"]["response_format"] == {"type": "json_object"}
+    assert req["body"]["response_format"]["type"] == "json_schema"  # structured output: the reply's schema
+    assert req["body"]["response_format"]["json_schema"]["schema"] == FACTS_SCHEMA
+    assert req["body"]["max_tokens"] == DEFAULT_MAX_TOKENS  # every request bounds its reply
     assert req["auth"] == "Bearer sk-test"
     assert req["body"]["messages"][1]["content"] == "I prefer metric units."
 
@@ -79,6 +83,37 @@ def test_json_mode_falls_back_when_server_refuses_it(embedder):
         chat = OpenAIChat("m", base_url=fake.base_url)
         assert parse_json(chat.complete([{"role": "user", "content": "x"}], json_mode=True)) == GOOD
         assert "response_format" not in fake.requests[-1]["body"]
+
+
+def test_structured_output_falls_back_to_json_mode_then_text_and_remembers(embedder):
+    with FakeOpenAI(reject_schema=True) as fake:
+        chat = OpenAIChat("m", base_url=fake.base_url, max_tokens=64)
+        for _ in range(2):
+            fake.enqueue(json.dumps(GOOD))
+            assert LLMExtractor(chat).extract("I prefer metric units.")[0].key == "user.units"
+        sent = [r["body"].get("response_format", {}).get("type") for r in fake.requests]
+        assert sent == ["json_schema", "json_object", "json_object"]  # refused once, not asked again
+        assert {r["body"]["max_tokens"] for r in fake.requests} == {64}
+    with FakeOpenAI(reject_json_mode=True) as fake:
+        fake.enqueue(json.dumps(GOOD))
+        chat = OpenAIChat("m", base_url=fake.base_url)
+        assert LLMExtractor(chat).extract("I prefer metric units.")[0].key == "user.units"
+        assert [r["body"].get("response_format", {}).get("type") for r in fake.requests] == ["json_schema", "json_object", None]
+
+
+def test_a_reply_with_one_bad_item_keeps_the_good_ones(fake_llm):
+    fake_llm.enqueue(json.dumps({"facts": [{"text": "", "kind": "semantic"}, GOOD["facts"][0],
+                                           {"text": "User is a robot.", "kind": "belief"}]}))
+    (c,) = LLMExtractor(OpenAIChat("m", base_url=fake_llm.base_url)).extract("I prefer metric units.")
+    assert c.key == "user.units"
+
+
+def test_max_tokens_is_configurable(monkeypatch):
+    from memkit import Settings
+
+    env = {"MEMKIT_LLM_BASE_URL": "http://127.0.0.1:9/v1", "MEMKIT_LLM_MODEL": "m", "MEMKIT_LLM_MAX_TOKENS": "128"}
+    assert Settings.from_env(env).chat_model().max_tokens == 128
+    assert Settings.from_env({**env, "MEMKIT_LLM_MAX_TOKENS": ""}).chat_model().max_tokens == DEFAULT_MAX_TOKENS
 
 
 def test_llm_policy_decisions_and_invented_ids(fake_llm, embedder):
