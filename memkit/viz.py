@@ -36,7 +36,9 @@ def events_table(events: Sequence[Event]) -> pd.DataFrame:
 def context_table(ctx: Context, evidence: Iterable[str] | None = None) -> pd.DataFrame:
     """The context account: one row per item that went in, with its part, its session and date (an episode's
     session and the date it was said; a fact's date is when it became current), why, and score. With
-    ``evidence`` (turn ids), an ``evidence`` column says whether the item is, or was extracted from, one of them."""
+    ``evidence`` (turn ids), an ``evidence`` column says whether the item is, or was extracted from, one of them.
+    ``rank`` is the item's place on the read's fused list (facts and episodes together; none for the profile
+    block, the summary and this session's turns)."""
     wanted = set(evidence or ())
     rows = []
     for p in ctx.parts:
@@ -45,11 +47,13 @@ def context_table(ctx: Context, evidence: Iterable[str] | None = None) -> pd.Dat
                          "evidence": False})
         for it in p.items:
             turns = {it.get("turn_id")} | set(it.get("source", ()))
-            rows.append({"part": p.name, "session": it.get("session_id", ""), "date": it.get("date", ""),
-                         "item": (it.get("text") or it.get("turn_id") or "")[:100],
+            rows.append({"part": p.name, "rank": it.get("rank"), "session": it.get("session_id", ""),
+                         "date": it.get("date", ""), "item": (it.get("text") or it.get("turn_id") or "")[:100],
                          "why": it.get("why", ""), "similarity": it.get("similarity"), "score": it.get("score"),
                          "evidence": bool(wanted & turns)})
-    table = pd.DataFrame(rows, columns=["part", "session", "date", "item", "why", "similarity", "score", "evidence"])
+    table = pd.DataFrame(rows, columns=["part", "rank", "session", "date", "item", "why", "similarity", "score",
+                                        "evidence"])
+    table["rank"] = table["rank"].astype("Int64")  # a place, not a measure: no "3.0"
     return table if evidence is not None else table.drop(columns="evidence")
 
 

@@ -147,9 +147,11 @@ class RecallExplorer(_View):
 
 class ContextExplorer(_View):
     """Pick a question and a budget: every line of the built context, which channel brought it in, and
-    whether it is one of the question's evidence turns."""
+    whether it is one of the question's evidence turns (those rows are marked and shaded). The lines are in
+    the order the context gives them, or in the order the read ranked them (``order``)."""
 
-    COLUMNS = ["part", "session", "date", "why", "item", "evidence"]
+    COLUMNS = ["part", "rank", "session", "date", "why", "item", "evidence"]
+    ORDERS = ("context order", "rank order")
 
     def __init__(self, memory: Memory, user_id: str, questions: Sequence[tuple[str, Sequence[str]]],
                  budget: int = 400, display: bool = True, start: str | None = None) -> None:
@@ -161,11 +163,12 @@ class ContextExplorer(_View):
         self.question = W.Dropdown(options=options, value=start or options[0], description="question",
                                    layout=W.Layout(width="90%"), style={"description_width": "70px"})
         self.budget = W.IntSlider(value=budget, min=100, max=2000, step=100, description="budget")
+        self.order = W.ToggleButtons(options=self.ORDERS, value=self.ORDERS[0], description="lines in")
         self.summary = W.HTML()
         self.table_html = W.HTML()
-        for w in (self.question, self.budget):
+        for w in (self.question, self.budget, self.order):
             w.observe(lambda _: self.refresh(), names="value")
-        self.widget = W.VBox([self.question, self.budget, self.summary, self.table_html])
+        self.widget = W.VBox([self.question, W.HBox([self.budget, self.order]), self.summary, self.table_html])
         self.refresh()
         if display:
             self.show()
@@ -175,9 +178,17 @@ class ContextExplorer(_View):
         ctx = self.memory.context(self.user_id, "explorer", q, budget=self.budget.value)
         table = viz.context_table(ctx, evidence=self.evidence[q])
         found = int(table["evidence"].sum())
+        notes = "".join(f"<br><i>{_esc(n)}</i>" for n in ctx.notes if "observe it first" not in n)
         self.summary.value = (f"<b>{ctx.tokens}</b> tokens; evidence turns in context: <b>{found}</b> of "
-                              f"{len(self.evidence[q])}")
-        self.table_html.value = _html_table(table[self.COLUMNS])
+                              f"{len(self.evidence[q])} (rows marked ✔){notes}")
+        if self.order.value == "rank order":
+            table = table.sort_values("rank", na_position="last", kind="stable")
+        table = table.assign(evidence=table["evidence"].map({True: "✔", False: ""}))
+        html = _html_table(table[self.COLUMNS])
+        for row in html.split("<tr>")[1:]:  # shade the evidence rows
+            if ">✔</td>" in row:
+                html = html.replace("<tr>" + row, '<tr style="background:#e3f4e1">' + row, 1)
+        self.table_html.value = html
 
 
 def _draw(output: W.Output, fig: Any) -> None:

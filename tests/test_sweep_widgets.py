@@ -1,3 +1,4 @@
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -123,6 +124,13 @@ def test_context_explorer_opens_on_the_question_asked_for_and_shows_session_and_
     assert view.question.value == "Which hike was foggy?" and "1</b> of 1" in view.summary.value
     assert ">session</th>" in view.table_html.value and ">date</th>" in view.table_html.value
     assert ContextExplorer(m, "u", questions, display=False).question.value == "Where did we eat?"
+    # the evidence row is marked and shaded; the lines can be put in the read's rank order
+    assert '<tr style="background:#e3f4e1">' in view.table_html.value and ">✔</td>" in view.table_html.value
+    m.observe("u", "s3", "user", "The hike to the foggy lake was long.", turn_id="t3")
+    m.end_session("u", "s3")
+    view.order.value = "rank order"
+    ranks = [int(r) for r in re.findall(r"<td[^>]*>(\d+)</td>\s*<td[^>]*>s\d", view.table_html.value)]
+    assert ranks == sorted(ranks) and len(ranks) >= 2
     with pytest.raises(MemkitError):
         ContextExplorer(m, "u", questions, display=False, start="Not a question of the list?")
 
