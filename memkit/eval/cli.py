@@ -48,11 +48,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from ..errors import DatasetError
 
         raise DatasetError(f"{' '.join(paths)} holds no conversations")
+    if args.limit:
+        convs = convs[: args.limit]
     counted = describe(convs)
     if counted:
         print(f"{len(convs)} conversations ({fmt}): {counted}")
-    if args.limit:
-        convs = convs[: args.limit]
     strategies = [s.strip() for given in args.strategy or DEFAULT_STRATEGIES for s in given.split(",") if s.strip()]
     judge_model = None
     if args.judge:
