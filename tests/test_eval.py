@@ -321,7 +321,14 @@ def test_summary_has_intervals_and_compare_pairs_strategies_on_the_same_conversa
     assert row["ci_high"] < 0 and row["p_value"] < 0.05 and row["verdict"] == "two-layer:keyed higher"
     assert row["units"] == 6  # resampled by conversation
     same = compare(pd.concat([results, results.assign(strategy="copy")]), ["window", "copy"])
-    assert (same["verdict"] == "indistinguishable").all() and (same["difference"] == 0).all()
+    assert (same["difference"] == 0).all()
+    assert (same.loc[same["units"] > 5, "verdict"] == "indistinguishable").all()
+    # five conversations or fewer (here, the probe types only some conversations have): a sign-flip test cannot
+    # go below 2/32, whatever the difference; the verdict says so
+    few_units = same[same["units"] <= 5]
+    assert (few_units["verdict"] == few_units["units"].map("too few conversations ({}) for p < 0.05".format)).all()
+    few = compare(results[results["conversation"].isin([c.id for c in convs[:5]])], ["window", "two-layer:keyed"])
+    assert few["verdict"].str.startswith("too few conversations (").all()
 
 
 def test_a_line_many_turns_say_covers_none_of_them_and_a_shown_turn_covers_itself():

@@ -105,7 +105,13 @@ def _paired(wide: pd.DataFrame, a: str, b: str, resamples: int, seed: int) -> di
     signs = np.random.default_rng(seed + 1).choice([-1.0, 1.0], size=(resamples, len(d)))
     null = (signs * d).sum(axis=1) / n.sum()
     p = float((1 + np.sum(np.abs(null) >= abs(observed) - 1e-12)) / (1 + resamples))
-    # with few conversations a percentile interval is too narrow: a difference counts only if both say so
-    verdict = "indistinguishable" if low <= 0 <= high or p >= 0.05 else (f"{a} higher" if observed > 0 else f"{b} higher")
+    # with few conversations a percentile interval is too narrow: a difference counts only if both say so; and
+    # with n units the sign-flip test cannot go below 2 / 2**n: five conversations or fewer can never reach 0.05
+    if 2.0 / 2 ** len(d) >= 0.05:
+        verdict = f"too few {unit}s ({len(d)}) for p < 0.05"
+    elif low <= 0 <= high or p >= 0.05:
+        verdict = "indistinguishable"
+    else:
+        verdict = f"{a} higher" if observed > 0 else f"{b} higher"
     return {"mean_a": float(sa.sum() / n.sum()), "mean_b": float(sb.sum() / n.sum()), "difference": float(observed),
             "ci_low": low, "ci_high": high, "p_value": p, "units": len(d), "probes": int(n.sum()), "verdict": verdict}
