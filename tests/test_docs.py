@@ -58,3 +58,27 @@ def test_readme_examples_print_what_the_readme_shows():
     assert len(pairs) >= 2
     for code, shown in pairs:
         assert run_block(code, {}, readme) == shown
+
+
+def test_the_agent_loop_example_calls_a_model_and_observes_its_answers(tmp_path):
+    """examples/agent_loop.py against the test suite's fake OpenAI-compatible server: two requests, each with
+    the memory's context, and the Friday request carries Tuesday's preference."""
+    import os
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from fake_openai import FakeOpenAI
+
+    with FakeOpenAI() as fake:
+        fake.enqueue("Noted: metric it is.")
+        fake.enqueue("About 16 km this weekend.")
+        env = {**os.environ, "MEMKIT_LLM_BASE_URL": fake.base_url, "MEMKIT_LLM_MODEL": "fake", "HOME": str(tmp_path)}
+        r = subprocess.run([sys.executable, str(ROOT / "examples" / "agent_loop.py")], capture_output=True, text=True,
+                           timeout=300, env=env, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        assert "[fri] assistant: About 16 km this weekend." in r.stdout
+        chats = [q["body"]["messages"] for q in fake.requests if q["path"].endswith("/chat/completions")]
+        assert len(chats) == 2 and chats[1][-1]["content"] == "How far should my long run be this weekend?"
+        assert "metric" in " ".join(m["content"] for m in chats[1][:-1])  # Tuesday's fact, in Friday's context
+    r = subprocess.run([sys.executable, str(ROOT / "examples" / "agent_loop.py")], capture_output=True, text=True,
+                       timeout=120, env={k: v for k, v in os.environ.items() if not k.startswith(("MEMKIT_", "OPENAI_"))})
+    assert r.returncode == 1 and "MEMKIT_LLM_BASE_URL" in r.stderr
