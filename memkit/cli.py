@@ -115,6 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.argv = argv  # the command as typed, recorded by the runs that write results (run.json)
     try:
         return int(args.func(args))
+    except KeyboardInterrupt:  # Ctrl-C: a line, not a traceback, and the shell's code for it
+        print("memkit: interrupted", file=sys.stderr)
+        return 130
     except Exception as e:  # a named memkit error reads better than a traceback at the prompt
         from .errors import MemkitError
 

@@ -134,3 +134,21 @@ def test_notebooks_says_where_it_signed_and_trust_holds_only_there(tmp_path):
     assert r.returncode == 0 and f"in {other / 'nbsignatures.db'}" in r.stdout
     assert NotebookNotary(data_dir=str(other)).check_signature(
         nbformat.read(tmp_path / "b" / "08_real_conversations.ipynb", as_version=4))
+
+
+def test_ctrl_c_in_bench_says_what_was_saved_and_how_to_resume(tmp_path):
+    import signal
+    import time
+
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "memkit.cli", "bench", "--data", str(ROOT / "data" / "chats.jsonl"),
+                             "--strategy", "window,rag:bm25", "--limit", "4", "--no-turn-tokens", "--embed-cache", "off",
+                             "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 240
+    while time.time() < deadline and not list((out / "parts").glob("job-*.pkl")):
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    saved = len(list((out / "parts").glob("job-*.pkl")))
+    assert proc.returncode == 130, err
+    assert f"{saved} jobs saved in {out / 'parts'}" in err and "--resume" in err and "Traceback" not in err

@@ -77,10 +77,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
     out = out_dir(args.out)  # before the run: an unwritable folder fails at once, not after it
     store = _bench_store(args.store)
     cache = _embed_cache(args.embed_cache)
-    results, summary, confusion = run(convs, strategies, budget=budgets, k=args.k, store=store, progress=True,
-                                      per_turn_tokens=not args.no_turn_tokens, judge_model=judge_model,
-                                      jobs=args.jobs, scheduler=args.scheduler, parts=out / "parts",
-                                      resume=args.resume, embed_cache=cache, recycle=args.recycle, **options)
+    try:
+        results, summary, confusion = run(convs, strategies, budget=budgets, k=args.k, store=store, progress=True,
+                                          per_turn_tokens=not args.no_turn_tokens, judge_model=judge_model,
+                                          jobs=args.jobs, scheduler=args.scheduler, parts=out / "parts",
+                                          resume=args.resume, embed_cache=cache, recycle=args.recycle, **options)
+    except KeyboardInterrupt:
+        import sys
+
+        saved = len(list((out / "parts").glob("job-*.pkl")))
+        print(f"\ninterrupted: {saved} jobs saved in {out / 'parts'}; rerun the same command with --resume to "
+              "finish the others", file=sys.stderr)
+        return 130
     results.to_csv(out / "results.csv", index=False)
     summary.to_csv(out / "summary.csv", index=False)
     confusion.to_csv(out / "confusion.csv", index=False)
