@@ -149,5 +149,23 @@ def sweep_figure(sweep: pd.DataFrame, params: Sequence[str], metric: str | None 
     if labels:
         color = " / ".join(labels)
         data = data.assign(**{color: data[labels].astype(str).agg(" / ".join, axis=1)})
-    fig = px.line(data, x=x, y=metric, color=color, markers=True, title=f"{metric} by {x}")
+    dash = None
+    if x == "budget" and "context_tokens" in data and color:
+        # a strategy that sends more than the budget at every point ignores it (full history): drawn dashed,
+        # and named so, as a reference rather than a competitor at that budget
+        ignores = {k for k, g in data.groupby(color) if (g["context_tokens"] > g["budget"]).all()}
+        data = data.assign(**{color: data[color].map(lambda k: f"{k} (ignores the budget)" if k in ignores else k)})
+        dash = color
+    fig = px.line(data, x=x, y=metric, color=color, line_dash=dash, markers=True,
+                  labels={x: _title(x), metric: _title(metric)}, title=f"{_title(metric)} by {_title(x)}")
     return fig.update_layout(showlegend=bool(labels))
+
+
+TITLES = {"budget": "context budget (tokens)", "evidence_recall": "evidence recall (share of evidence turns shown)",
+          "answer_in_context": "answer in context (share of questions)", "context_tokens": "context tokens",
+          "tokens_per_turn": "tokens sent per turn", "size": "conversations", "k": "facts recalled (k)"}
+
+
+def _title(column: str) -> str:
+    """An axis title with its unit for the columns memkit writes; other columns by their name."""
+    return TITLES.get(column, column.replace("_", " "))

@@ -140,3 +140,14 @@ def test_layers_figure_is_as_tall_as_its_rows():
     from memkit.types import Fact
     many = [Fact(id=f"f{i}", user_id="u", text=f"fact {i}") for i in range(12)]
     assert short.layout.height < 200 < viz.layers([], "", many).layout.height
+
+
+def test_sweep_figure_titles_its_axes_and_marks_a_strategy_that_ignores_the_budget():
+    sweep = pd.DataFrame({"budget": [300, 300, 600, 600], "strategy": ["full", "window", "full", "window"],
+                          "evidence_recall": [1.0, 0.2, 1.0, 0.3], "context_tokens": [2931, 290, 2931, 590]})
+    fig = sweep_figure(sweep, ["budget"], "evidence_recall")
+    assert sorted(t.name for t in fig.data) == ["full (ignores the budget)", "window"]
+    assert [t.line.dash for t in fig.data if t.name == "window"] != [t.line.dash for t in fig.data if t.name != "window"]
+    assert fig.layout.xaxis.title.text == "context budget (tokens)"
+    assert fig.layout.yaxis.title.text.startswith("evidence recall (")
+    assert fig.layout.title.text == "evidence recall (share of evidence turns shown) by context budget (tokens)"
