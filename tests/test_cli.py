@@ -152,3 +152,16 @@ def test_ctrl_c_in_bench_says_what_was_saved_and_how_to_resume(tmp_path):
     saved = len(list((out / "parts").glob("job-*.pkl")))
     assert proc.returncode == 130, err
     assert f"{saved} jobs saved in {out / 'parts'}" in err and "--resume" in err and "Traceback" not in err
+
+
+def test_bench_starts_and_stops_a_local_dask_cluster(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "memkit.cli", "bench", "--data", str(ROOT / "tests" / "data" / "beam"),
+                        "--strategy", "rag:bm25", "--budget", "200", "--no-turn-tokens", "--embed-cache", "off",
+                        "--scheduler", "local:1", "--out", str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    import json
+
+    assert json.loads((tmp_path / "run.json").read_text())["scheduler"] == "local:1"
+    r = subprocess.run([sys.executable, "-m", "memkit.cli", "bench", "--data", str(ROOT / "tests" / "data" / "beam"),
+                        "--scheduler", "local:0", "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "local:N takes a positive number" in r.stderr

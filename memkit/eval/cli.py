@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from ..validate import out_dir
 from .data import SUITES
@@ -78,10 +80,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     store = _bench_store(args.store)
     cache = _embed_cache(args.embed_cache)
     try:
-        results, summary, confusion = run(convs, strategies, budget=budgets, k=args.k, store=store, progress=True,
-                                          per_turn_tokens=not args.no_turn_tokens, judge_model=judge_model,
-                                          jobs=args.jobs, scheduler=args.scheduler, parts=out / "parts",
-                                          resume=args.resume, embed_cache=cache, recycle=args.recycle, **options)
+        with scheduler_address(args.scheduler) as scheduler:
+            results, summary, confusion = run(convs, strategies, budget=budgets, k=args.k, store=store,
+                                              progress=True, per_turn_tokens=not args.no_turn_tokens,
+                                              judge_model=judge_model, jobs=args.jobs, scheduler=scheduler,
+                                              parts=out / "parts", resume=args.resume, embed_cache=cache,
+                                              recycle=args.recycle, **options)
     except KeyboardInterrupt:
         import sys
 
@@ -118,6 +122,29 @@ def cmd_bench(args: argparse.Namespace) -> int:
               .round(3).to_string(index=False))
     print(f"\nwrote {out}/{written}")
     return 0
+
+
+@contextmanager
+def scheduler_address(scheduler: str | None) -> Iterator[str | None]:
+    """``--scheduler``: a Dask scheduler's address as given, or ``local`` / ``local:N``: a ``LocalCluster`` of N
+    worker processes (default: one per core), one thread each, started for the run and stopped after it."""
+    if scheduler is None or not (scheduler == "local" or scheduler.startswith("local:")):
+        yield scheduler
+        return
+    from ..errors import ConfigError
+
+    count = scheduler.partition(":")[2]
+    if count and (not count.isdigit() or int(count) < 1):
+        raise ConfigError(f"--scheduler local:N takes a positive number of workers, got {scheduler!r}")
+    try:
+        from distributed import LocalCluster
+    except ImportError:
+        raise ConfigError("--scheduler runs on Dask: pip install 'memkit-lab[distributed]'") from None
+    import os
+
+    workers = int(count) if count else (os.cpu_count() or 1)
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        yield cluster.scheduler_address
 
 
 def _command(argv: list[str]) -> str:
@@ -246,8 +273,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--recycle", type=int, default=RECYCLE, metavar="N",
                    help="replace the --jobs processes by fresh ones once they have run N jobs each, which bounds "
                         "the memory Chroma keeps of every closed store (0: never; default: %(default)s)")
-    b.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
-                   help="run conversations on this Dask distributed scheduler's workers "
+    b.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT|local[:N]",
+                   help="run conversations on this Dask distributed scheduler's workers, or on a local cluster of N "
+                        "worker processes started for the run (local: one per core) "
                         "(pip install 'memkit-lab[distributed]' on every machine)")
     b.add_argument("--resume", action="store_true",
                    help="skip the conversations a killed run of the same command finished (OUT/parts)")
