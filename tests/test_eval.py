@@ -196,6 +196,7 @@ def test_bench_cli_errors(tmp_path):
     r = subprocess.run([sys.executable, "-m", "memkit.cli", "bench", "--data", str(tmp_path / "missing.jsonl"),
                         "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "DatasetError" in r.stderr and "missing.jsonl" in r.stderr
+    assert "memkit generate --suite first|chats|assistant" in r.stderr  # names what there is instead
     r = subprocess.run([sys.executable, "-m", "memkit.cli", "bench", "--data", str(DATA / "locomo_sample.json"),
                         "--format", "longmemeval", "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "not a LongMemEval file" in r.stderr

@@ -62,7 +62,8 @@ class Conversation:
 def _path(path: str | Path) -> Path:
     p = Path(path)
     if not p.is_file():
-        raise DatasetError(f"no such file: {p}")
+        raise DatasetError(f"no such file: {p}; the built-in suites are {', '.join(SUITES)}: write one with "
+                           f"`memkit generate --suite {'|'.join(SUITES)} --out FILE` (in a clone: data/*.jsonl)")
     return p
 
 
