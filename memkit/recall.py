@@ -41,8 +41,9 @@ class RecallOptions:
     rrf_k: int = RRF_K
     timeframes: bool = True  # a question's relative time ranks the turns of that time up (memkit/timeframe.py)
     subjects: bool = True  # a question that names one person ranks that person's turns up (memkit/subject.py)
-    # and, off, searches the lexical channel without the words that named them (every line of theirs has them)
-    subject_words: bool = True
+    # and, off (the default), the lexical channel searches without the words that named them: every line of theirs
+    # has those words, and the ranking above carries them (docs/decisions.md, "The person a question names")
+    subject_words: bool = False
 
     def __post_init__(self) -> None:
         unknown = set(self.channels) - set(CHANNELS)
@@ -126,13 +127,12 @@ def _scored_episodes(store: FactStore, user_id: str, query: str, dense: Sequence
 
 
 def _facts_about(store: FactStore, user_id: str, subject: Subject, scored: dict[str, list[tuple[str, float]]],
-                 options: RecallOptions) -> list[tuple[str, float]]:
-    """The found facts about the person the question names (their keys are namespaced by them, ``rules.attribute``),
-    in fused order: so a fact about them keeps its place above the turn it came from."""
+                 options: RecallOptions) -> set[str]:
+    """The ids of the found facts about the person the question names (their keys are namespaced by them,
+    ``rules.attribute``), so a fact about them keeps its place above the turn it came from."""
     found = [i for i, _, _ in fuse(_ids(scored), options)]
     prefix = f"{slug(subject.speaker)}."
-    about = {f.id for f in store.profile(user_id, ids=found) if (f.key or "").startswith(prefix)}
-    return [(i, 0.0) for i in found if i in about]
+    return {f.id for f in store.profile(user_id, ids=found) if (f.key or "").startswith(prefix)}
 
 
 def _subject(store: FactStore, user_id: str, query: str, speakers: set[str]) -> Subject | None:
@@ -273,9 +273,15 @@ def recall(store: FactStore, policy: "Policy", user_id: str, session_id: str, qu
     # the facts' lexical channel searches what the episodes' did, so their scores rank on one list
     scored_facts = _scored(store, user_id, "facts", lexical_query, dense.get("facts"), options, floor, None) \
         if facts else {}
-    if subject is not None and scored_facts:
-        scored_facts["subject"] = _facts_about(store, user_id, subject, scored_facts, options)
-    fused = fuse(one_list(scored_facts, scored), options)
+    ranked = one_list(scored_facts, {c: v for c, v in scored.items() if c != "subject"})
+    if subject is not None:
+        # the person's turns and facts in their order on the one list: a fact found deep in one channel does not
+        # jump ahead of the person's turns that both channels rank high
+        about = {f"e:{i}" for i, _ in scored["subject"]}
+        if scored_facts:
+            about |= {f"f:{i}" for i in _facts_about(store, user_id, subject, scored_facts, options)}
+        ranked["subject"] = [key for key, _, _ in fuse(ranked, options) if key in about]
+    fused = fuse(ranked, options)
     # the profile block is the user's: a question about another person gets that person's facts by recall
     profile = 0 if subject is not None and subject.speaker != USER else plan.profile
     shown = fact_hits(store, policy, user_id, query, dense.get("facts"), k, floor, profile, options,

@@ -67,8 +67,8 @@ def test_a_read_ranks_up_the_named_persons_turns_and_says_so(embedder):
     m = _chat(embedder)
     ctx = m.context("chat", "q", "What did Kate do with the cello?", budget=400)
     first = min(ctx.parts[1].items, key=lambda i: i["rank"])  # the best-ranked episode
-    assert first["turn_id"] == "D1:3" and "subject #" in first["why"]
-    assert "subject #1" in ctx.parts[0].items[0]["why"]  # her name fact, about her too, spares the turn it came from
+    assert first["turn_id"] == "D1:3" and "subject #1" in first["why"]
+    assert "subject #" in ctx.parts[0].items[0]["why"]  # her name fact is about her too
     assert 'the question names Ines (as "Kate"): their turns ranked up' in ctx.notes
     # the other person's turns are still there, below
     assert {"D1:1", "D1:4", "D1:5"} <= {i["turn_id"] for i in ctx.parts[1].items}
@@ -93,7 +93,7 @@ def test_a_question_about_a_named_person_gets_no_profile_block(embedder):
     assert any(i["why"] == "profile" for i in anyone.parts[0].items)
 
 
-def test_without_subject_words_the_name_no_longer_pulls_short_lines_up(embedder):
+def test_by_default_the_name_no_longer_pulls_short_lines_up(embedder):
     def first_lexical(options):
         m = Memory(store=FactStore.ephemeral(embedder), profile_tokens=0, recall=options)
         for i, (who, text) in enumerate([("Sam", "Ugh, Mondays."), ("Ana", "Did you practise, Sam?"),
@@ -103,5 +103,5 @@ def test_without_subject_words_the_name_no_longer_pulls_short_lines_up(embedder)
         items = m.context("c", "q", "What instrument does Sam play?", budget=300).parts[1].items
         return [i["text"] for i in items if "lexical #1" in i["why"]]
 
-    assert first_lexical(RecallOptions()) == ["Sam: Ugh, Mondays."]  # the name is the only shared word
-    assert first_lexical(RecallOptions(subject_words=False)) == []  # "instrument play" matches no line
+    assert first_lexical(RecallOptions(subject_words=True)) == ["Sam: Ugh, Mondays."]  # the name: the only shared word
+    assert first_lexical(RecallOptions()) == []  # the default searches "instrument play", which matches no line
