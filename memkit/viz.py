@@ -53,7 +53,8 @@ def context_table(ctx: Context, evidence: Iterable[str] | None = None) -> pd.Dat
                          "evidence": bool(wanted & turns)})
     table = pd.DataFrame(rows, columns=["part", "rank", "session", "date", "item", "why", "similarity", "score",
                                         "evidence"])
-    table["rank"] = table["rank"].astype("Int64")  # a place, not a measure: no "3.0"
+    # a place, not a measure: "3", not "3.0"; blank where the item has none (profile, summary, this session)
+    table["rank"] = [int(r) if isinstance(r, (int, float)) and r == r else "" for r in table["rank"]]
     return table if evidence is not None else table.drop(columns="evidence")
 
 

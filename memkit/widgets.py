@@ -182,7 +182,7 @@ class ContextExplorer(_View):
         self.summary.value = (f"<b>{ctx.tokens}</b> tokens; evidence turns in context: <b>{found}</b> of "
                               f"{len(self.evidence[q])} (rows marked ✔){notes}")
         if self.order.value == "rank order":
-            table = table.sort_values("rank", na_position="last", kind="stable")
+            table = table.sort_values("rank", kind="stable", key=lambda r: r.map(lambda v: v if v != "" else 1 << 30))
         table = table.assign(evidence=table["evidence"].map({True: "✔", False: ""}))
         html = _html_table(table[self.COLUMNS])
         for row in html.split("<tr>")[1:]:  # shade the evidence rows
