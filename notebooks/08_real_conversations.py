@@ -124,16 +124,24 @@ viz.recall_vs_budget(summary)
 # ## Which channel brought each line in
 # Pick a question: every line of the context, the part it belongs to (facts, episodes, summary, turns),
 # the session it was said in and its date, why it is there (`dense #2 + lexical #1`: its rank in each
-# channel; `profile`: the user's most important facts), and whether it is one of the question's evidence
-# turns. The explorer opens on the first question whose evidence the fused read carries at this budget;
-# the dropdown holds the others, misses included:
+# channel; `subject`: the person the question names; `profile`: the user's most important facts), its
+# `rank` on the read's one list of facts and episodes, and whether it is one of the question's evidence
+# turns (marked ✔ and shaded). "lines in" switches between the context's order (facts, then episodes by
+# session and date) and the read's rank order. The explorer opens on the first question whose evidence the
+# fused read carries at this budget and that no fact answers (an episode does: what this notebook is
+# about); the dropdown holds the others, misses included.
+#
+# The widget below is stored with the notebook: it shows on open, and comes alive (answers the dropdown
+# and the slider) once its cell runs in a live kernel.
 
 # %%
 hybrid = recall[recall["reader"] == "+ episodes, hybrid"]
 answered = hybrid[hybrid["evidence_recall"] == 1]
 print(f"{len(answered)} of {len(hybrid)} questions have all their evidence in the {budget}-token context; "
       f"{(hybrid['evidence_recall'] == 0).sum()} have none of it")
-start = answered["question"].iloc[0] if len(answered) else hybrid["question"].iloc[0]
+by_episode = [p.question for p in conv.probes
+              if p.question in set(answered["question"]) and not set(p.evidence) & from_facts]
+start = (by_episode or list(answered["question"]) or list(hybrid["question"]))[0]
 print("the explorer opens on:", start)
 
 # %%
@@ -145,7 +153,16 @@ questions = [(p.question, p.evidence) for p in conv.probes if p.evidence]
 explorer = ContextExplorer(memory, conv.user_id, questions, budget=budget, display=show_widgets, start=start)
 
 # %% [markdown]
-# The same account for that question, as a table (what the widget shows):
+# The same account for that question, as a table (what the widget shows).
+#
+# **Why a speaker's name pulls short lines up.** Every episode is indexed as `Speaker: words`, so a
+# question that names a person ("What instrument does Sam play?") shares the name with every line that
+# person said, and BM25 favours the shortest of them ("Sam: Ugh, Mondays."). The read now knows who the
+# question is about: when it names exactly one of the people whose turns it found (or a name they gave
+# themselves, "I'm Kate"), their turns get a ranking of their own in the fusion (`subject #n` in `why`,
+# and a line in the notes), which puts their lines with the question's other words above their small talk;
+# in real two-person chats nearly every evidence turn of such a question is the named person's own
+# (`docs/decisions.md`). `RecallOptions(subject_words=False)` also drops the name from the lexical query.
 
 # %%
 first = next(p for p in conv.probes if p.question == start)
