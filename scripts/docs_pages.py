@@ -31,11 +31,17 @@ SECTIONS = [
     ("run", RESULTS / "realtalk-dev", "REALTALK, dev split (chats 1-5): real two-person chats"),
     ("run", RESULTS / "realtalk-confirm", "REALTALK, confirm split (chats 6-10)"),
     ("run", RESULTS / "beam-dev", "BEAM 100K, dev split: user-assistant chats"),
-    ("run", RESULTS / "beam-confirm", "BEAM 500K, confirm split"),
+    ("run", RESULTS / "beam-confirm", "BEAM 500K, confirm split (the first 6 of 35 conversations)"),
+    ("run", RESULTS / "realtalk-dev-baseline",
+     "Baseline: REALTALK dev split before this version's read changes (at aeaa7b2, the loaders' commit)"),
+    ("run", RESULTS / "beam-dev-baseline",
+     "Baseline: BEAM 100K dev split before this version's read changes (at aeaa7b2, the loaders' commit)"),
     ("options", RESULTS / "options" / "realtalk-dev.csv", "Read options tried on the REALTALK dev split"),
     ("options", RESULTS / "options" / "beam-dev.csv", "Read options tried on the BEAM dev split"),
+    ("options", RESULTS / "options" / "realtalk-confirm.csv",
+     "This version's read changes on the REALTALK confirm split (reported, never chosen on)"),
 ]
-HEADLINE = [("REALTALK confirm", RESULTS / "realtalk-confirm"), ("BEAM 500K confirm", RESULTS / "beam-confirm"),
+HEADLINE = [("REALTALK confirm", RESULTS / "realtalk-confirm"), ("BEAM 500K confirm (6 of 35)", RESULTS / "beam-confirm"),
             ("REALTALK dev", RESULTS / "realtalk-dev"), ("BEAM 100K dev", RESULTS / "beam-dev")]
 INTRO = """# Benchmarks
 

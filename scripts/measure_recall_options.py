@@ -18,6 +18,8 @@ one table (evidence recall, answer in context, tokens) and writes it as CSV.
 from __future__ import annotations
 
 import argparse
+import shlex
+import sys
 import tempfile
 from pathlib import Path
 
@@ -68,6 +70,7 @@ VARIANTS: dict[str, tuple[str, dict]] = {
     "two-layer, profile 0, no subject": ("two-layer:keyed", {"profile_tokens": 0, "recall": RecallOptions(subjects=False)}),
     "two-layer, subject weight 2": ("two-layer:keyed", {"recall": RecallOptions(weights=(("lexical", 1.0), ("dense", 1.0), ("subject", 2.0)))}),
     "two-layer, profile 0, subject weight 2": ("two-layer:keyed", {"profile_tokens": 0, "recall": RecallOptions(weights=(("lexical", 1.0), ("dense", 1.0), ("subject", 2.0)))}),
+    "two-layer, lexical with the subject's name": ("two-layer:keyed", {"recall": RecallOptions(subject_words=True)}),
     # combinations tried on the real dev splits (REALTALK chats 1-5, BEAM 100K)
     "two-layer, profile 0, depth 120": ("two-layer:keyed", {"profile_tokens": 0, "recall": RecallOptions(depth=120)}),
     "two-layer, profile 0, depth 120, no dates": ("two-layer:keyed", {"profile_tokens": 0, "episode_dates": False,
@@ -80,6 +83,12 @@ VARIANTS: dict[str, tuple[str, dict]] = {
     "rag:bm25 on PostgreSQL": ("rag:bm25", {"store": True}),
     "two-layer on PostgreSQL": ("two-layer:keyed", {"store": True}),
 }
+# the variants measured on the real dev splits (docs/benchmarks.md): --only-set real
+REAL = ["two-layer (defaults)", "two-layer, no subject", "two-layer, subject weight 2",
+        "two-layer, lexical with the subject's name", "two-layer, profile 0",
+        "two-layer, no dates", "two-layer, episodes only (no facts)", "two-layer, passages off (turns whole)",
+        "two-layer, neighbours 1", "two-layer, diversity 0.2", "two-layer, depth 120",
+        "two-layer, lexical 0.5 : dense 1", "two-layer, lexical 1 : dense 0.5", "rag:hybrid (rrf k=2)"]
 _PG: list = []
 
 
@@ -102,6 +111,7 @@ def main() -> None:
     ap.add_argument("--conversations", type=int, default=10)
     ap.add_argument("--budget", default="400")
     ap.add_argument("--only", action="append", help="variant names to run (default: all)")
+    ap.add_argument("--real", action="store_true", help="run the variants measured on the real dev splits (REAL)")
     ap.add_argument("--out", default="results/recall-options")
     ap.add_argument("--jobs", type=int, default=1, help="processes, as memkit bench --jobs")
     ap.add_argument("--embed-cache", default=None, help="an embedding-cache file, as memkit bench --embed-cache")
@@ -114,8 +124,9 @@ def main() -> None:
         convs = load(write_suite(Path(tempfile.mkdtemp()) / "dev.jsonl", args.suite, args.seed, args.conversations))
     budgets = [int(b) for b in args.budget.split(",")]
     rows = []
+    chosen = (args.only or []) + (REAL if args.real else [])
     for label, (strategy, options) in VARIANTS.items():
-        if args.only and label not in args.only:
+        if chosen and label not in chosen:
             continue
         options = dict(options)
         store = postgres_url() if options.pop("store", False) else None
@@ -133,6 +144,8 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     name = args.name or f"options-seed{args.seed}"
     table.to_csv(out / f"{name}.csv", index=False)
+    # the command beside its table, as memkit bench keeps its own in run.json (docs/benchmarks.md shows it)
+    (out / f"{name}.cmd").write_text(shlex.join(["python", "scripts/measure_recall_options.py", *sys.argv[1:]]) + "\n")
     print(f"\nwrote {out}/{name}.csv")
     for server in _PG:
         server.cleanup()

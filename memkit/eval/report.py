@@ -75,7 +75,11 @@ def run_section(folder: Path, title: str) -> str:
     run = json.loads((folder / "run.json").read_text("utf-8"))
     summary = pd.read_csv(folder / "summary.csv")
     probes = summary[summary["type"] == "all"].groupby("strategy")["probes"].max().max()
-    out = [f"## {title}", "", "```bash", run.get("command", "(command not recorded)"), "```", "",
+    budgets = run["budget"] if isinstance(run["budget"], list) else [run["budget"]]
+    command = run.get("command") or (  # runs before memkit recorded its command: what run.json says they ran
+        f"memkit bench --data '{run['data']}' --format {run['format']} --strategy {','.join(run['strategies'])} "
+        f"--budget {','.join(map(str, budgets))}  # from run.json")
+    out = [f"## {title}", "", "```bash", command, "```", "",
            f"{run['conversations']} conversations, {int(probes)} questions with evidence or an answer "
            f"({run['format']}); files: `{folder.as_posix()}`.", "", recall_table(summary), ""]
     compare = folder / "compare.csv"
