@@ -41,24 +41,27 @@ def recall_table(summary: pd.DataFrame) -> str:
     return _table(["evidence recall [95% interval] (answer in context)", *(f"{b:,} tokens" for b in budgets)], rows)
 
 
+def _pairs(compare: pd.DataFrame) -> pd.DataFrame:
+    return compare[(compare["type"] == "all") & (compare["metric"] == "evidence_recall")]
+
+
+def difference(pairs: pd.DataFrame, ours: str, base: str, budget: int) -> str:
+    """``ours`` minus ``base`` in evidence recall at ``budget`` with its paired interval (``–`` when not compared)."""
+    at = pairs[(pairs["budget"] == budget) & (((pairs["strategy_a"] == ours) & (pairs["strategy_b"] == base))
+                                             | ((pairs["strategy_a"] == base) & (pairs["strategy_b"] == ours)))]
+    if at.empty:
+        return "–"
+    r = at.iloc[0]
+    sign = 1 if r.strategy_a == ours else -1
+    low, high = sorted((sign * r.ci_low, sign * r.ci_high))
+    return f"{sign * r.difference:+.3f} [{low:+.3f}, {high:+.3f}]"
+
+
 def difference_table(compare: pd.DataFrame, ours: str, baselines: Sequence[str]) -> str:
     """``ours`` minus each baseline in evidence recall at each budget, with the paired interval."""
-    pairs = compare[(compare["type"] == "all") & (compare["metric"] == "evidence_recall")]
+    pairs = _pairs(compare)
     budgets = sorted(pairs["budget"].unique())
-    rows = []
-    for base in baselines:
-        cells = []
-        for b in budgets:
-            at = pairs[(pairs["budget"] == b) & (((pairs["strategy_a"] == ours) & (pairs["strategy_b"] == base))
-                                                 | ((pairs["strategy_a"] == base) & (pairs["strategy_b"] == ours)))]
-            if at.empty:
-                cells.append("–")
-                continue
-            r = at.iloc[0]
-            sign = 1 if r.strategy_a == ours else -1
-            low, high = sorted((sign * r.ci_low, sign * r.ci_high))
-            cells.append(f"{sign * r.difference:+.3f} [{low:+.3f}, {high:+.3f}]")
-        rows.append([base, *cells])
+    rows = [[base, *(difference(pairs, ours, base, b) for b in budgets)] for base in baselines]
     return _table([f"{ours} minus", *(f"{b:,} tokens" for b in budgets)], rows)
 
 
@@ -138,10 +141,7 @@ def headline(runs: Sequence[tuple[str, Path]]) -> str:
             if rags.empty:
                 continue
             best = rags["evidence_recall"].idxmax()
-            cell = "–"
-            if compare is not None:
-                cell = difference_table(compare[compare["budget"] == b], ours, [best]).splitlines()[-1].split(" | ")[-1]
-                cell = cell.rstrip(" |")
+            cell = difference(_pairs(compare), ours, best, b) if compare is not None else "–"
             rows.append([label, f"{b:,}", f"{at.loc[ours, 'evidence_recall']:.3f}",
                          f"{best} {rags.loc[best, 'evidence_recall']:.3f}", cell])
     return _table(["data", "tokens", "two-layer", "best raw retrieval", "difference [95% interval]"], rows)
