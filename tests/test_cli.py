@@ -106,6 +106,7 @@ def test_bench_takes_comma_separated_strategies_and_names_an_unknown_one(tmp_pat
     assert run["strategies"] == ["window", "rag:bm25"] and run["format"] == "beam"
     assert run["command"].startswith("memkit bench --data ") and "window,rag:bm25" in run["command"]
     assert "1 conversations (beam): 1 questions" in r.stdout
+    assert r.stdout.split("\n", 2)[1].split()[:3] == ["strategy", "budget", "evidence_recall"]  # the summary's header
     r = subprocess.run([sys.executable, "-m", "memkit.cli", "bench", "--data", str(ROOT / "tests" / "data" / "beam" / "2"),
                         "--strategy", "window,nope", "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 2 and "unknown strategy 'nope'" in r.stderr and "rag:bm25" in r.stderr

@@ -13,7 +13,7 @@ from .data import SUITES
 from .datasets import FORMATS
 from .defaults import DEFAULT_SIZES, DEFAULT_STRATEGIES, RECYCLE
 
-SHOWN = ["strategy", "evidence_recall", "session_recall_any", "session_recall_all", "answer_in_context", "judged_correct", "context_tokens", "repeated_lines", "tokens_per_turn", "stale",
+SHOWN = ["strategy", "budget", "evidence_recall", "session_recall_any", "session_recall_all", "answer_in_context", "judged_correct", "context_tokens", "repeated_lines", "tokens_per_turn", "stale",
          "op_accuracy", "fact_precision", "duplicate_rate", "read_p50_ms", "read_p95_ms", "write_p50_ms", "write_p95_ms", "turns_per_s"]
 
 
