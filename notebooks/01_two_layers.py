@@ -108,6 +108,8 @@ viz.budget_breakdown(friday)
 # %% [markdown]
 # ## Try it: the layer inspector
 # Type a turn as the user (try *"Actually, switch me to miles."* or *"我叫王磊"*) and watch the window and the facts change.
+#
+# (The widget is stored with the notebook: it shows on open, and comes alive once this cell runs in a live kernel.)
 
 # %%
 # NBVAL_IGNORE_OUTPUT

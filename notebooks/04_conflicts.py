@@ -126,6 +126,8 @@ viz.fact_timeline(s.get("u", include_superseded=True), until=1000.0 + len(turns)
 # %% [markdown]
 # ## Try it: the conflict timeline
 # Pick a policy and scrub through the conversation.
+#
+# (The widget is stored with the notebook: it shows on open, and comes alive once this cell runs in a live kernel.)
 
 # %%
 # NBVAL_IGNORE_OUTPUT

@@ -122,6 +122,8 @@ viz.budget_breakdown(ctx)
 
 # %% [markdown]
 # ## Try it: the recall explorer
+#
+# (The widget is stored with the notebook: it shows on open, and comes alive once this cell runs in a live kernel.)
 
 # %%
 # NBVAL_IGNORE_OUTPUT
