@@ -164,7 +164,7 @@ def pack_memory(hits: Sequence[Hit], recalled: Iterable[Recalled], budget: int, 
     stream = diversified(heapq.merge([h for h in hits if h.why != "profile"], recalled, key=lambda x: -x.score),
                          diversity)
     eps = pack_episodes(stream, budget - used, lambda e: skip(e) or (spare_sources and e.turn_id in block.sources),
-                        facts=block, **episode_options)
+                        facts=block, spare_facts=spare_sources, **episode_options)
     return block.part(), eps
 
 
@@ -172,7 +172,7 @@ def pack_episodes(recalled: Iterable[Recalled | Hit], budget: int, skip: Callabl
                   neighbours: Callable[[Episode], Sequence[Episode]] | None = None, dates: bool = True,
                   truncates: Callable[[str], bool] | None = None, fold_repeats: bool = True,
                   near_repeats: float = NEAR_REPEATS, passages_per_turn: int = PASSAGES_PER_TURN,
-                  facts: FactLines | None = None) -> Part:
+                  facts: FactLines | None = None, spare_facts: bool = False) -> Part:
     """Episodes in fused rank until ``budget`` is spent, shown in the order they were said.
 
     ``skip`` leaves out what the context already holds (this session's turns, the sources of shown facts);
@@ -183,7 +183,8 @@ def pack_episodes(recalled: Iterable[Recalled | Hit], budget: int, skip: Callabl
     shows at most ``passages_per_turn`` of its passages (0: no limit) until every recalled item had its
     chance; then what budget is left takes more of them. An excerpt leaves out the lines the context already
     shows (an assistant's sign-off said in every answer). A ``Hit`` among ``recalled`` (``pack_memory``) goes
-    to the ``facts`` block, from the same budget.
+    to the ``facts`` block, from the same budget; with ``spare_facts``, not when the whole turns it came from
+    are shown already (as a shown fact spares its turns, a shown turn spares its fact: nothing said twice).
     """
     chosen: dict[str, tuple[Episode, dict[str, Any]]] = {}
     first_of: dict[str, str] = {}  # repeat key -> the episode id shown for it
@@ -246,7 +247,9 @@ def pack_episodes(recalled: Iterable[Recalled | Hit], budget: int, skip: Callabl
         if budget - used < 8:
             break
         if isinstance(r, Hit):
-            used += facts.take(r, budget - used) if facts is not None else 0
+            shown = {e.turn_id for e, _ in chosen.values() if e.span is None}
+            if facts is not None and not (spare_facts and r.fact.source and set(r.fact.source) <= shown):
+                used += facts.take(r, budget - used)
             continue
         e = r.item
         if passages_per_turn and e.span is not None and passages_of.get(e.turn_id, 0) >= passages_per_turn:

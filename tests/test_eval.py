@@ -243,7 +243,7 @@ def test_judged_answer_column_through_a_fake_endpoint(fake_llm):
     assert list(results["judged_correct"]) == [1.0, 1.0]
     assert results["judged_answer"][0] == "You prefer metric units."
     answer_request = fake_llm.requests[0]["body"]["messages"][1]["content"]
-    assert "User prefers metric units." in answer_request and "What units do I prefer?" in answer_request
+    assert "prefer metric units." in answer_request and "What units do I prefer?" in answer_request
     assert "judged_correct" in summary.columns
     fake_llm.enqueue("Metric.", "the answer seems right")                        # unparsable grade
     fake_llm.enqueue("No idea.", '{"correct": false}')

@@ -158,7 +158,7 @@ def test_the_budget_plan_shares_a_read_before_anything_is_read():
 def test_message_headers_are_an_option_and_the_context_derives_its_ids_from_its_parts(embedder):
     from memkit import ConfigError, FactStore
 
-    m = Memory(store=FactStore.ephemeral(embedder), headers={"facts": "Known about the user:"})
+    m = Memory(store=FactStore.ephemeral(embedder), headers={"facts": "Known about the user:"}, episodes=False)
     m.observe("u", "s1", "user", "I prefer metric units.")
     m.observe("u", "s2", "user", "Which units should I use?")
     ctx = m.context("u", "s2", "Which units should I use?", budget=300)

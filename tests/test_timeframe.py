@@ -75,7 +75,7 @@ def test_a_read_at_the_question_time_ranks_that_times_turns_first_and_says_so(em
 def test_without_timeframes_the_same_read_ignores_the_expression(embedder):
     m = _memory(embedder, recall=RecallOptions(timeframes=False))
     ctx = m.context("u", "q", "Which cover letter did you help me with two weeks ago?", budget=400, now=NOW)
-    assert not any("time #" in i["why"] for i in ctx.parts[1].items) and not any("ranked up" in n for n in ctx.notes)
+    assert not any("time #" in i["why"] for i in ctx.parts[1].items) and not any("two weeks ago" in n for n in ctx.notes)
 
 
 def test_a_question_time_that_is_not_a_time_is_refused(embedder):
