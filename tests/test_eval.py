@@ -74,18 +74,18 @@ def test_realtalk_loader_normalises_evidence_and_counts_what_it_leaves_out():
 def test_beam_loader_reads_message_ids_and_every_shape_of_evidence():
     one, two = load(DATA / "beam")  # a folder of conversations, guessed as BEAM
     assert (one.id, two.id) == ("beam-beam-1", "beam-beam-2")
-    assert [s.id for s in one.sessions] == ["s1", "s2"] and one.sessions[1].time == "March-20-2024"
-    assert one.turn("0").content == "I'm building a budget tracker in Flask; the first sprint ends on March 29."
-    assert one.turn("4").content.endswith("after caching") and one.turn("6").content.endswith("(my own rule).")
+    assert [s.id for s in one.sessions] == ["s1", "s2"] and one.sessions[1].time == "May-27-2025"
+    assert one.turn("0").content == "I'm wiring a rain sensor to my balcony irrigation timer; the pump test is on June 4."
+    assert one.turn("4").content.endswith("after the firmware fix") and one.turn("6").content.endswith("(my rule).")
     assert one.turn("1").role == "assistant"
     by_type = {p.type: p for p in one.probes}
     assert by_type["information_extraction"].evidence == ("0",)
     assert by_type["knowledge_update"].evidence == ("2", "4")  # a dict of lists, written as a string, one repeat
     assert by_type["abstention"].evidence == () and by_type["abstention"].answer == ""
     assert by_type["instruction_following"].evidence == ("6",) and by_type["instruction_following"].answer == ""
-    assert by_type["contradiction_resolution"].answer == "You said you prefer SQLite."
+    assert by_type["contradiction_resolution"].answer == "You said you'd rather keep it on a single Raspberry Pi."
     assert one.notes == {"questions": 5, "missing_evidence": 1, "without_evidence": 1}
-    assert {p.time for p in one.probes} == {timestamp("March-20-2024")} != {None}
+    assert {p.time for p in one.probes} == {timestamp("May-27-2025")} != {None}
     (alone,) = load(DATA / "beam" / "2", "beam")
     assert alone.id == "beam-2" and alone.probes[0].evidence == ("0",)
 
