@@ -3,6 +3,8 @@ offline by default. See docs/architecture.md."""
 
 from typing import TYPE_CHECKING
 
+from .lazy import exports
+
 _EXPORTS = {  # name -> the module that defines it, imported on first use (PEP 562): `import memkit` and the
     # command line start at once, and `import chromadb` (seconds) waits for what needs it
     **dict.fromkeys(('Settings',), "config"),
@@ -22,19 +24,7 @@ _EXPORTS = {  # name -> the module that defines it, imported on first use (PEP 5
 }
 
 
-def __getattr__(name: str) -> object:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'memkit' has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = exports(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:  # what the names are, for type checkers and editors

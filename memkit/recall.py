@@ -118,7 +118,7 @@ def _scored_episodes(store: FactStore, user_id: str, query: str, dense: Sequence
             lexical_query = without_words(query, name_words(subject.word) | name_words(subject.speaker))
             scored["lexical"] = store.lexical(user_id, "episodes", lexical_query, options.depth, session)
             found = [i for i, _, _ in fuse(_ids(scored), options)]
-            said = {r: e.speaker for r, e in _episodes(store, user_id, found).items()}
+            said |= {r: e.speaker for r, e in _episodes(store, user_id, [r for r in found if r not in said]).items()}
         if subject is not None:
             scored["subject"] = [(r, 0.0) for r in found if said.get(r) == subject.speaker]
     if timeframe is not None:

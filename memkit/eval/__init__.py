@@ -4,6 +4,7 @@ Names are imported on first use (PEP 562), so the command line's help does not w
 
 from typing import TYPE_CHECKING
 
+from ..lazy import exports
 from .defaults import DEFAULT_STRATEGIES
 
 _EXPORTS = {
@@ -13,15 +14,7 @@ _EXPORTS = {
 }
 
 
-def __getattr__(name: str) -> object:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'memkit.eval' has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = exports(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:
