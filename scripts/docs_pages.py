@@ -40,6 +40,8 @@ SECTIONS = [
     ("options", RESULTS / "options" / "beam-dev.csv", "Read options tried on the BEAM dev split"),
     ("options", RESULTS / "options" / "realtalk-confirm.csv",
      "This version's read changes on the REALTALK confirm split (reported, never chosen on)"),
+    ("scale", RESULTS / "scale",
+     "Read and write paths as users and items grow (`Memory.context`, `Memory.observe`; run alone on 2 cores)"),
 ]
 HEADLINE = [("REALTALK confirm", RESULTS / "realtalk-confirm"), ("BEAM 500K confirm (6 of 35)", RESULTS / "beam-confirm"),
             ("REALTALK dev", RESULTS / "realtalk-dev"), ("BEAM 100K dev", RESULTS / "beam-dev")]

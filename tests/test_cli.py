@@ -166,3 +166,14 @@ def test_bench_starts_and_stops_a_local_dask_cluster(tmp_path):
     r = subprocess.run([sys.executable, "-m", "memkit.cli", "bench", "--data", str(ROOT / "tests" / "data" / "beam"),
                         "--scheduler", "local:0", "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "local:N takes a positive number" in r.stderr
+
+
+def test_bench_scale_writes_its_table_and_command_for_the_benchmarks_page(tmp_path):
+    from memkit.eval.report import scale_section
+
+    out = _memkit("bench-scale", "--size", "2x6", "--queries", "4", "--out", str(tmp_path / "scale"))
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "scale" / "scale.cmd").read_text().startswith("memkit bench-scale --size 2x6 --queries 4")
+    section = scale_section(tmp_path / "scale", "Scale")
+    row = next(line for line in section.splitlines() if line.startswith("| persistent 2 × 6 |"))
+    assert row.count("|") == 10 and "×" in row.split("|")[5]  # every column filled, the ratio as a factor

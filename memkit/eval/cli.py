@@ -189,6 +189,7 @@ def cmd_bench_scale(args: argparse.Namespace) -> int:
     table = run(sizes, backends, args.queries, args.episodes, args.max_users, partial=out / "scale.partial.csv")
     table.to_csv(out / "scale.csv", index=False)
     (out / "scale.partial.csv").unlink(missing_ok=True)
+    (out / "scale.cmd").write_text(_command(getattr(args, "argv", [])) + "\n")  # docs/benchmarks.md shows it
     with pd.option_context("display.width", 250, "display.max_columns", 40):
         print(table.round(2).T.to_string(header=False))
     print(f"\nwrote {out}/scale.csv")

@@ -112,13 +112,42 @@ def options_section(csv: Path, title: str) -> str:
                              rows), ""])
 
 
+SCALE_COLUMNS = [("context_p50_ms", "context p50 ms", "{:.1f}"), ("context_p95_ms", "context p95 ms", "{:.1f}"),
+                 ("bare_read_p95_ms", "bare embed + query p95 ms", "{:.1f}"),
+                 ("context_vs_bare_p95", "context / bare (p95)", "{:.2f}×"),
+                 ("index_calls_vs_bare_p95", "index calls / bare (p95)", "{:.2f}×"),
+                 ("observe_p50_ms", "observe p50 ms", "{:.1f}"), ("bare_write_p50_ms", "bare embed + add p50 ms", "{:.1f}"),
+                 ("peak_rss_mb", "peak RSS MB", "{:.0f}")]
+
+
+def scale_section(folder: Path, title: str) -> str:
+    """The table of ``memkit bench-scale``: one row per backend and size, the read and write paths beside
+    the bare index calls they wrap (a size that failed shows its error)."""
+    table = pd.read_csv(folder / "scale.csv")
+    rows = []
+    for _, r in table.iterrows():
+        size = f"{r['backend']} {int(r['users']):,} × {int(r['items_per_user']):,}"
+        if isinstance(r.get("error"), str):
+            rows.append([size, *(["–"] * (len(SCALE_COLUMNS) - 1)), r["error"]])
+            continue
+        rows.append([size, *(fmt.format(r[c]) for c, _, fmt in SCALE_COLUMNS)])
+    cmd = folder / "scale.cmd"
+    command = cmd.read_text("utf-8").strip() if cmd.exists() else "(command not recorded)"
+    return "\n".join([f"## {title}", "", "```bash", command, "```", "", f"File: `{(folder / 'scale.csv').as_posix()}`.",
+                      "", _table(["backend, users × items", *(h for _, h, _ in SCALE_COLUMNS)], rows), ""])
+
+
 def page(sections: Sequence[tuple[str, Path, str]], intro: str) -> str:
-    """The whole page: ``intro``, then each ``(kind, path, title)`` section (``run`` or ``options``) in order."""
+    """The whole page: ``intro``, then each ``(kind, path, title)`` section (``run``, ``options`` or ``scale``)
+    in order."""
     parts = [intro.strip(), ""]
     for kind, path, title in sections:
         if not path.exists():
             continue
-        parts.append(run_section(path, title) if kind == "run" else options_section(path, title))
+        if kind == "scale":
+            parts.append(scale_section(path, title))
+        else:
+            parts.append(run_section(path, title) if kind == "run" else options_section(path, title))
     return "\n".join(parts).rstrip() + "\n"
 
 
