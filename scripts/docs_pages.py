@@ -40,6 +40,10 @@ SECTIONS = [
     ("options", RESULTS / "options" / "beam-dev.csv", "Read options tried on the BEAM dev split"),
     ("options", RESULTS / "options" / "realtalk-confirm.csv",
      "This version's read changes on the REALTALK confirm split (reported, never chosen on)"),
+    ("options", RESULTS / "experiments" / "realtalk-dev.csv",
+     "Hypotheses tried as patches on the REALTALK dev split and dropped (facts and neighbours as keys, feedback)"),
+    ("options", RESULTS / "experiments" / "beam-dev.csv",
+     "Hypotheses tried as patches on the BEAM dev split and dropped"),
     ("scale", RESULTS / "scale",
      "Read and write paths as users and items grow (`Memory.context`, `Memory.observe`; run alone on 2 cores)"),
 ]
