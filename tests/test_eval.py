@@ -368,3 +368,17 @@ def test_longmemeval_probes_report_session_level_recall_beside_turn_level_eviden
     assert session_recall(shown, a, ["sA", "sB"]) == (1.0, 0.0)
     fact = Context((), (Part("facts", "x", 1, ({"id": "f", "source": ["sB:1"]},)),), 100)
     assert session_recall(fact, a, ["sA", "sB"]) == (1.0, 0.0) and session_recall(fact, a, ["sB"]) == (1.0, 1.0)
+
+
+def test_a_turn_the_model_failed_on_is_an_error_not_a_correct_noop(fake_llm):
+    from memkit import LLMExtractor, OpenAIChat
+
+    conv = next(c for c in load(SUITE) if c.ops)
+    user_turns = sum(t.role == "user" for s in conv.sessions for t in s.turns)
+    fake_llm.enqueue(*["no json here"] * user_turns)  # every extraction reply malformed
+    model = OpenAIChat("m", base_url=fake_llm.base_url, api_key="k")
+    _, summary, confusion = run([conv], ["two-layer:keyed"], budget=400, per_turn_tokens=False,
+                                store=FactStore.ephemeral(), extractor=LLMExtractor(model))
+    row = summary[summary["type"] == "all"].iloc[0]
+    assert set(confusion["predicted"]) == {"ERROR"} and row["error_rate"] == 1.0
+    assert row["op_accuracy"] == 0.0  # turns that should change nothing were not "right" because nothing was written

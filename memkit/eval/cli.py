@@ -14,7 +14,7 @@ from .datasets import FORMATS
 from .defaults import DEFAULT_SIZES, DEFAULT_STRATEGIES, RECYCLE
 
 SHOWN = ["strategy", "budget", "evidence_recall", "session_recall_any", "session_recall_all", "answer_in_context", "judged_correct", "context_tokens", "repeated_lines", "tokens_per_turn", "stale",
-         "op_accuracy", "fact_precision", "duplicate_rate", "read_p50_ms", "read_p95_ms", "write_p50_ms", "write_p95_ms", "turns_per_s"]
+         "op_accuracy", "error_rate", "fact_precision", "duplicate_rate", "read_p50_ms", "read_p95_ms", "write_p50_ms", "write_p95_ms", "turns_per_s"]
 
 
 def _bench_store(where: str) -> str:
@@ -65,14 +65,25 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if judge_model is None:
             raise ConfigError("--judge needs a chat model: set MEMKIT_LLM_BASE_URL and MEMKIT_LLM_MODEL")
     options: dict = {"profile_tokens": args.profile_tokens}
-    if "two-layer:llm" in strategies:
+    # what runs on the configured model: the llm policy, and the extractor and summarizer when named so
+    on_model = [what for what, on in (("two-layer:llm", "two-layer:llm" in strategies),
+                                       ("--extractor llm", args.extractor == "llm"),
+                                       ("--summarizer llm", args.summarizer == "llm")) if on]
+    model = None
+    if on_model:
         from ..config import Settings
         from ..errors import ConfigError
 
         model = Settings.from_env().chat_model()
         if model is None:
-            raise ConfigError("two-layer:llm needs a chat model: set MEMKIT_LLM_BASE_URL and MEMKIT_LLM_MODEL")
+            raise ConfigError(f"{' and '.join(on_model)} need a chat model: set MEMKIT_LLM_BASE_URL and MEMKIT_LLM_MODEL")
         options["chat_model"] = model
+    if args.extractor != "rules" or args.summarizer != "extractive":
+        from .. import registry
+
+        # one registry builds both (memkit/registry.py): a name another package registered works too
+        for kind, name in (("extractor", args.extractor), ("summarizer", args.summarizer)):
+            options[kind] = registry.build(kind, name, **({"model": model} if name == "llm" else {}))
     if args.floor is not None:
         options["min_score"] = args.floor
     budgets = _budgets(args.budget)
@@ -108,7 +119,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
                                               "strategies": strategies, "budget": budgets if len(budgets) > 1 else budgets[0], "k": args.k,
                                               "store": "postgres" if store != "ephemeral" else store,
                                               "jobs": args.jobs, "recycle": args.recycle, "scheduler": args.scheduler, "embed_cache": cache,
-                                              **{k: v for k, v in options.items() if k != "chat_model"}}, indent=2))
+                                              "extractor": args.extractor, "summarizer": args.summarizer,
+                                              **{k: v for k, v in options.items()
+                                                 if k not in ("chat_model", "extractor", "summarizer")}}, indent=2))
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         # session-level recall only where the data names answer sessions (LongMemEval)
         shown = [c for c in SHOWN if c in summary and not (c.startswith("session_") and summary[c].isna().all())]
@@ -258,6 +271,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                         f"(default: {','.join(DEFAULT_STRATEGIES)})")
     b.add_argument("--budget", default="1200",
                    help="context budget in tokens, or several separated by commas (recall against budget)")
+    b.add_argument("--extractor", default="rules", metavar="NAME",
+                   help="two-layer: what reads facts in a turn: rules (offline, the default) or llm (the MEMKIT_LLM_* "
+                        "model), or an extractor you registered")
+    b.add_argument("--summarizer", default="extractive", metavar="NAME",
+                   help="two-layer: what folds turns leaving the window: extractive (offline, the default) or llm")
     b.add_argument("--k", type=int, default=5, help="facts retrieved per query")
     b.add_argument("--profile-tokens", type=int, default=150,
                    help="two-layer: tokens for the user-profile block (0: similarity search only)")

@@ -119,7 +119,9 @@ def stale(ctx: Context, answer: str, old_answer: str | None) -> float:
 
 
 def turn_op(events: Sequence[Event]) -> str:
-    """The one operation a turn's events amount to (UPDATE > DELETE > ADD > NOOP)."""
+    """The one operation a turn's events amount to (UPDATE > DELETE > ADD > ERROR > NOOP): a turn whose
+    extraction or planning failed and wrote nothing is an ERROR, its own outcome, never a NOOP (a model that
+    fails every turn would otherwise score every turn that should change nothing as right)."""
     kinds = {e.kind for e in events}
     if kinds & {EventKind.UPDATE, EventKind.INVALIDATE}:
         return "UPDATE"
@@ -127,6 +129,8 @@ def turn_op(events: Sequence[Event]) -> str:
         return "DELETE"
     if EventKind.ADD in kinds:
         return "ADD"
+    if EventKind.ERROR in kinds:
+        return "ERROR"
     return "NOOP"
 
 

@@ -188,6 +188,9 @@ def summarise(results: pd.DataFrame, stats: list[dict[str, Any]], strategies: Se
             extra.append({"strategy": name, "budget": b, "tokens_per_turn": float(np.mean(per_turn)) if per_turn else math.nan,
                           "op_accuracy": sum(n for (g, p), n in conf.items() if g == p) / total
                           if total and facts else math.nan,
+                          # the share of user turns whose extraction or planning failed and wrote nothing
+                          "error_rate": sum(n for (_, p), n in conf.items() if p == "ERROR") / total
+                          if total and facts else math.nan,
                           "fact_precision": fact_precision(conf) if total and facts else math.nan,
                           "duplicate_rate": _mean([s["duplicate_rate"] for s in st]) if facts else math.nan,
                           "turns_per_s": sum(s["turns"] for s in st) / max(sum(s["write_total_ms"] for s in st) / 1000, 1e-9),
