@@ -6,7 +6,7 @@ Plan first, apply second, so a caller can show a plan without applying it (docs/
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Protocol, Sequence, runtime_checkable
 
 from .errors import ConfigError, ExtractionError
@@ -185,16 +185,25 @@ class AppendPolicy:
 @dataclass(frozen=True)
 class LLMPolicy:
     """The model decides ADD/UPDATE/DELETE/NONE per fact, seeing existing facts under small integer ids it
-    cannot invent."""
+    cannot invent. The candidates it cannot place (a reply that is not a valid decision list, or one that
+    skips a candidate) go to the ``fallback`` policy, each event's reason saying so; ``fallback=None`` reports
+    them as ``ERROR`` events instead, and they are dropped."""
 
     name: ClassVar[str] = "llm"
     resolves_at_read: ClassVar[bool] = False
     model: Any = None
+    fallback: str | None = "keyed"
 
     def __post_init__(self) -> None:
         if self.model is None:
             raise ConfigError("the llm policy needs a chat model: pass chat_model= (or model=), or set "
                               "MEMKIT_LLM_BASE_URL and MEMKIT_LLM_MODEL and use Memory.from_settings(policy='llm')")
+        if self.fallback == self.name:
+            raise ConfigError("the llm policy's fallback must be another policy (keyed, temporal, ...) or None")
+        if self.fallback is not None:
+            from .registry import as_policy
+
+            as_policy(self.fallback)  # a misspelt name fails here, not at the first bad reply
 
     def plan(self, facts: FactReader, user_id: str, cands: Sequence[Candidate], t: float) -> list[Event]:
         existing: dict[str, Fact] = {}
@@ -206,15 +215,34 @@ class LLMPolicy:
                    "new": [{"new": j, "text": c.text} for j, c in enumerate(cands)]}
         reply = self.model.complete([{"role": "system", "content": RECONCILE_PROMPT},
                                      {"role": "user", "content": json.dumps(payload, ensure_ascii=False)}], json_mode=True)
-        return _llm_events(reply, existing, ids, cands, user_id, t)
+        try:
+            events, skipped = _llm_events(reply, existing, ids, cands, user_id, t)
+        except ExtractionError as e:
+            if self.fallback is None:
+                raise
+            return self._fall_back(facts, user_id, cands, t, f"the model's reply was unusable ({e})")
+        if self.fallback is None:  # a fact the model skipped is reported, not silently dropped
+            return events + [Event(EventKind.ERROR, user_id, None, None, None, f"llm gave no decision for: {c.text}",
+                                   c.source, t) for c in skipped]
+        return events + self._fall_back(facts, user_id, skipped, t, "the model gave no decision")
+
+    def _fall_back(self, facts: FactReader, user_id: str, cands: Sequence[Candidate], t: float, why: str) -> list[Event]:
+        """``cands`` planned by the fallback policy, each event's reason naming why and by which policy."""
+        from .registry import as_policy
+
+        if not cands:
+            return []
+        events = as_policy(self.fallback).plan(facts, user_id, cands, t)
+        return [replace(x, reason=f"{why}; planned by {self.fallback}: {x.reason}") for x in events]
 
     def resolve(self, facts: Sequence[Fact]) -> list[Fact]:
         return list(facts)
 
 
 def _llm_events(reply: str, existing: dict[str, Fact], ids: list[str], cands: Sequence[Candidate], user_id: str,
-                t: float) -> list[Event]:
-    """The events a model's reply decides, checked: every id one that was offered, every candidate answered."""
+                t: float) -> tuple[list[Event], list[Candidate]]:
+    """The events a model's reply decides, checked (every id one that was offered), and the candidates it
+    gave no decision for."""
     data = parse_json(reply)
     items = data.get("memory") if isinstance(data, dict) else None
     if not isinstance(items, list):
@@ -249,10 +277,7 @@ def _llm_events(reply: str, existing: dict[str, Fact], ids: list[str], cands: Se
             events.append(Event(EventKind.NOOP, user_id, old.id if old else None, old, old, "llm: NONE", c.source, t))
         else:
             raise ExtractionError(f"unknown event {kind!r}", reply)
-    for j, c in enumerate(cands):  # a fact the model skipped is reported, not silently dropped
-        if j not in seen:
-            events.append(Event(EventKind.ERROR, user_id, None, None, None, f"llm gave no decision for: {c.text}", c.source, t))
-    return events
+    return events, [c for j, c in enumerate(cands) if j not in seen]
 
 
 # registered by name in registry.py, the one lookup of policies

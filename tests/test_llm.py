@@ -6,7 +6,7 @@ import pytest
 
 from fake_openai import FakeOpenAI
 from memkit import (ConfigError, DimensionMismatch, EventKind, ExtractionError, FactStore, LLMExtractor, Memory,
-                    OpenAIChat, Settings, parse_json)
+                    OpenAIChat, Settings, as_policy, parse_json)
 from memkit.embed import OpenAIEmbedder
 from memkit.extract import FACTS_SCHEMA
 from memkit.llm import DEFAULT_MAX_TOKENS
@@ -128,10 +128,25 @@ def test_llm_policy_decisions_and_invented_ids(fake_llm, embedder):
     sent = json.loads(fake_llm.requests[-1]["body"]["messages"][1]["content"])
     assert sent["existing"] == [{"id": 0, "text": "User prefers metric units."}]  # small ids, not real ones
     assert [f.text for f in m.store.get("u")] == ["User prefers imperial units."]
+    strict = Memory(store=m.store, policy=as_policy("llm", model=chat, fallback=None))
     fake_llm.enqueue('{"memory": [{"new": 0, "event": "DELETE", "id": 7}]}')
-    (ev,) = m.observe("u", "s", "user", "I don't use metric units.")
-    assert ev.kind == EventKind.ERROR and "not offered" in ev.reason
+    (ev,) = strict.observe("u", "s", "user", "I moved to Oslo.")
+    assert ev.kind == EventKind.ERROR and "not offered" in ev.reason  # without a fallback: reported, dropped
     assert [f.text for f in m.store.get("u")] == ["User prefers imperial units."]
+    # by default what the model cannot place goes to the keyed policy, and each event says so
+    fake_llm.enqueue('{"memory": [{"new": 0, "event": "DELETE", "id": 7}]}')
+    (ev,) = m.observe("u", "s", "user", "I moved to Oslo.")
+    assert ev.kind == EventKind.ADD and "not offered" in ev.reason and "planned by keyed" in ev.reason
+    fake_llm.enqueue('{"memory": []}')  # a decision for no candidate: the skipped one is planned by keyed
+    (ev,) = m.observe("u", "s", "user", "Use metric units again.")
+    assert ev.kind == EventKind.UPDATE and ev.reason.startswith("the model gave no decision; planned by keyed")
+    assert sorted(f.text for f in m.store.get("u")) == ["User lives in Oslo.", "User prefers metric units."]
+    strict_skip = Memory(store=m.store, policy=as_policy("llm", model=chat, fallback=None))
+    fake_llm.enqueue('{"memory": []}')
+    (ev,) = strict_skip.observe("u", "s", "user", "I moved to Lima.")
+    assert ev.kind == EventKind.ERROR and "llm gave no decision for" in ev.reason
+    with pytest.raises(ConfigError, match="fallback"):
+        as_policy("llm", model=chat, fallback="llm")
 
 
 def test_from_settings_uses_the_endpoint(fake_llm, monkeypatch):
