@@ -20,6 +20,10 @@ Answer with JSON only: {"facts": [{"text": str, "kind": "semantic"|"episodic"|"p
 "key": str|null, "value": str|null, "importance": number between 0 and 1}]}. If there is nothing
 durable, answer {"facts": []}."""
 
+# After a reply that could not be read: the model sees its reply, then this (``LLMExtractor.retries``)
+RETRY_PROMPT = """That reply could not be used: {error}. Answer again with JSON only, exactly in the shape
+{{"facts": [...]}} described above ({{"facts": []}} if nothing is durable)."""
+
 KINDS = {"semantic", "episodic", "procedural"}
 # The reply's shape, sent as structured output where the server takes it (llm.OpenAIChat); validated anyway
 FACTS_SCHEMA = {"type": "object", "required": ["facts"], "additionalProperties": False, "properties": {"facts": {
@@ -74,17 +78,27 @@ def _candidate(i: int, f: Any, source: tuple[str, ...]) -> Candidate:
 
 
 class LLMExtractor:
-    """Extraction by a chat model with ``EXTRACTION_PROMPT``; malformed replies raise ``ExtractionError``."""
+    """Extraction by a chat model with ``EXTRACTION_PROMPT``. A reply that cannot be read (no JSON, no list of
+    facts, every item bad) is asked for again ``retries`` times, the model seeing its reply and what was wrong
+    with it; then ``ExtractionError``."""
 
-    def __init__(self, model: ChatModel, prompt: str = EXTRACTION_PROMPT) -> None:
+    def __init__(self, model: ChatModel, prompt: str = EXTRACTION_PROMPT, retries: int = 1) -> None:
         self.model = model
         self.prompt = prompt
+        self.retries = retries
 
     def extract(self, text: str, source: tuple[str, ...] = ()) -> list[Candidate]:
-        reply = self.model.complete(
-            [{"role": "system", "content": self.prompt}, {"role": "user", "content": text}], json_mode=FACTS_SCHEMA
-        )
-        return candidates_from_json(parse_json(reply), reply, source)
+        messages = [{"role": "system", "content": self.prompt}, {"role": "user", "content": text}]
+        for attempt in range(self.retries + 1):
+            reply = self.model.complete(messages, json_mode=FACTS_SCHEMA)
+            try:
+                return candidates_from_json(parse_json(reply), reply, source)
+            except ExtractionError as e:
+                if attempt == self.retries:
+                    raise
+                messages = [*messages, {"role": "assistant", "content": reply},
+                            {"role": "user", "content": RETRY_PROMPT.format(error=str(e).split("; received:")[0])}]
+        raise AssertionError("unreachable")  # the loop returns or raises
 
 
-__all__ = ["EXTRACTION_PROMPT", "Extractor", "LLMExtractor", "RuleExtractor", "candidates_from_json"]
+__all__ = ["EXTRACTION_PROMPT", "RETRY_PROMPT", "Extractor", "LLMExtractor", "RuleExtractor", "candidates_from_json"]

@@ -375,7 +375,7 @@ def test_a_turn_the_model_failed_on_is_an_error_not_a_correct_noop(fake_llm):
 
     conv = next(c for c in load(SUITE) if c.ops)
     user_turns = sum(t.role == "user" for s in conv.sessions for t in s.turns)
-    fake_llm.enqueue(*["no json here"] * user_turns)  # every extraction reply malformed
+    fake_llm.enqueue(*["no json here"] * 2 * user_turns)  # every extraction reply malformed, asked again too
     model = OpenAIChat("m", base_url=fake_llm.base_url, api_key="k")
     _, summary, confusion = run([conv], ["two-layer:keyed"], budget=400, per_turn_tokens=False,
                                 store=FactStore.ephemeral(), extractor=LLMExtractor(model))

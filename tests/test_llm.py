@@ -61,15 +61,28 @@ def test_llm_extractor_reads_real_world_replies(fake_llm, reply):
     ("", "empty reply"),
 ])
 def test_malformed_replies_raise_with_what_was_received(fake_llm, reply, match):
-    fake_llm.enqueue(reply)
+    fake_llm.enqueue(reply, reply)  # asked again once, the same answer
     x = LLMExtractor(OpenAIChat("m", base_url=fake_llm.base_url))
     with pytest.raises(ExtractionError, match=match) as err:
         x.extract("I prefer metric units.")
-    assert err.value.received == reply
+    assert err.value.received == reply and len(fake_llm.requests) == 2
+
+
+def test_a_malformed_reply_is_asked_for_again_with_what_was_wrong(fake_llm):
+    fake_llm.enqueue('{"memories": ["User prefers metric"]}', json.dumps(GOOD))
+    (c,) = LLMExtractor(OpenAIChat("m", base_url=fake_llm.base_url)).extract("I prefer metric units.")
+    assert c.key == "user.units"
+    again = fake_llm.requests[-1]["body"]["messages"]
+    assert again[2] == {"role": "assistant", "content": '{"memories": ["User prefers metric"]}'}
+    assert again[3]["role"] == "user" and 'expected {"facts": [...]}' in again[3]["content"]
+    fake_llm.enqueue("no json")
+    with pytest.raises(ExtractionError):  # retries=0: the first bad reply is final
+        LLMExtractor(OpenAIChat("m", base_url=fake_llm.base_url), retries=0).extract("I prefer metric units.")
 
 
 def test_malformed_reply_becomes_an_error_event_and_loses_nothing(fake_llm, embedder):
     fake_llm.enqueue('{"facts": [{"text": "User prefers met')
+    fake_llm.enqueue('{"facts": [{"text": "User prefers met')  # asked again: the same
     m = Memory(store=FactStore.ephemeral(embedder), extractor=LLMExtractor(OpenAIChat("m", base_url=fake_llm.base_url)))
     (ev,) = m.observe("u", "s", "user", "I prefer metric units.")
     assert ev.kind == EventKind.ERROR and "User prefers met" in ev.reason

@@ -245,10 +245,10 @@ def test_a_megabyte_turn_is_observed_and_folded_quickly(embedder):
 def test_extraction_error_is_an_event_not_an_exception(fake_llm, embedder):
     m = Memory(store=FactStore.ephemeral(embedder),
                extractor=LLMExtractor(OpenAIChat("m", base_url=fake_llm.base_url, api_key="k")))
-    fake_llm.enqueue("no json here")
+    fake_llm.enqueue("no json here", "still no json")  # asked again once
     [event] = m.observe("u", "s", "user", "I prefer metric units.")
     assert event.kind == EventKind.ERROR and "no valid JSON" in event.reason
-    assert not m.pending_turns  # a malformed reply is reported, not retried
+    assert not m.pending_turns  # a reply still malformed when asked again is reported, and the turn settled
 
 
 def test_policies_are_objects_with_typed_options(embedder):
