@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+import time
 from typing import Any, Protocol, Sequence, runtime_checkable
 
 from .errors import ExtractionError, ModelUnavailable
 
 Messages = Sequence[dict[str, str]]
 DEFAULT_TIMEOUT = 20.0   # seconds per request: a slow server never holds a notebook cell for minutes
-DEFAULT_RETRIES = 1      # the openai client's own retries (with backoff) on connection errors, 429 and 5xx
+DEFAULT_RETRIES = 1      # retries (with backoff) on connection errors, 429 and 5xx; never after a timeout
+BACKOFF = 0.5            # seconds before the first retry, doubled for each next one
+# After this many calls in a row met an endpoint fault, the next calls fail at once (ModelUnavailable: the turn
+# waits for flush()) for BREAKER_COOLDOWN seconds, then one call probes the endpoint: a server that is down
+# or stuck costs each turn nothing instead of a timeout
+BREAKER_AFTER = 3
+BREAKER_COOLDOWN = 30.0
 # Tokens a reply may take (MEMKIT_LLM_MAX_TOKENS): every request bounds its reply, so a model that does not
 # stop cannot run to its context limit behind a single-request server's lock while the client times out
 DEFAULT_MAX_TOKENS = 512
@@ -56,45 +64,88 @@ class OpenAIChat:
 
     Every request bounds its reply with ``max_tokens``. ``complete(..., json_mode=schema)`` asks for output
     constrained to that JSON schema (``response_format`` ``json_schema``); a server that refuses it is asked
-    for JSON mode, and one that refuses that for plain text, each refusal remembered for this endpoint."""
+    for JSON mode, and one that refuses that for plain text, each refusal remembered for this endpoint.
+
+    A connection error, 429 or 5xx is retried ``max_retries`` times with backoff; a timeout is not: a local
+    server (llama.cpp's) goes on generating an abandoned request behind its one model lock, so the same request
+    sent again would wait behind it. After ``breaker_after`` calls in a row met a fault, calls fail at once for
+    ``breaker_cooldown`` seconds, then one probes the endpoint (a circuit breaker)."""
 
     def __init__(self, model: str, base_url: str | None = None, api_key: str = "not-needed",
                  temperature: float = 0.0, timeout: float = DEFAULT_TIMEOUT, max_retries: int = DEFAULT_RETRIES,
-                 max_tokens: int = DEFAULT_MAX_TOKENS) -> None:
+                 max_tokens: int = DEFAULT_MAX_TOKENS, breaker_after: int = BREAKER_AFTER,
+                 breaker_cooldown: float = BREAKER_COOLDOWN) -> None:
         self.model = model
         self.temperature = temperature
         self.max_tokens = max_tokens
-        self.client = make_client(base_url, api_key, timeout, max_retries)
+        self.max_retries = max_retries
+        self._endpoint = (base_url, api_key, timeout)
+        self.client = make_client(base_url, api_key, timeout, 0)  # memkit retries, and never after a timeout
         self.level = LEVELS[0]  # the most structured output this endpoint has not refused
+        self.breaker_after, self.breaker_cooldown = breaker_after, breaker_cooldown
+        self.failures = 0  # calls in a row that met an endpoint fault
+        self.closed_until = 0.0  # monotonic time before which calls fail at once (the breaker is open)
+        self._guard = threading.Lock()
 
     def complete(self, messages: Messages, json_mode: "bool | dict[str, Any]" = False) -> str:
         """The model's answer; ``ModelUnavailable`` on any endpoint fault. ``json_mode``: True for a JSON
         object, a dict for that JSON schema."""
+        with self._guard:
+            wait = self.closed_until - time.monotonic()
+            if wait > 0:
+                raise ModelUnavailable(f"chat: the endpoint failed {self.failures} calls in a row; not asked again "
+                                       f"for {wait:.0f} s, then one call probes it")
+        try:
+            reply = self._create(messages, json_mode)
+        except ModelUnavailable:
+            with self._guard:
+                self.failures += 1
+                if self.breaker_after and self.failures >= self.breaker_after:
+                    self.closed_until = time.monotonic() + self.breaker_cooldown
+            raise
+        with self._guard:
+            self.failures, self.closed_until = 0, 0.0
+        try:
+            return reply.choices[0].message.content or ""
+        except (AttributeError, IndexError, TypeError) as e:
+            raise ModelUnavailable(f"chat: the endpoint's reply has no message ({e})") from e
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A copy for another process (``memkit bench --jobs``): the settings, not the connection or the lock."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("client", "_guard")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.client = make_client(*self._endpoint, 0)
+        self._guard = threading.Lock()
+
+    def _create(self, messages: Messages, json_mode: "bool | dict[str, Any]") -> Any:
+        """One answer from the endpoint: the output level it takes, the retries a fault allows."""
         import openai
 
         kwargs: dict[str, Any] = {"model": self.model, "messages": list(messages), "temperature": self.temperature,
                                   "max_tokens": self.max_tokens}
         create = self.client.chat.completions.create
+        attempt = 0
         while True:
             level = self._level_for(json_mode)
             formats = {"schema": {"type": "json_schema", "json_schema": {"name": "reply", "schema": json_mode}},
                        "json": {"type": "json_object"}}
             extra = {"response_format": formats[level]} if level in formats else {}
             try:
-                reply = create(**extra, **kwargs)
-                break
+                return create(**extra, **kwargs)
             except openai.BadRequestError as e:
                 said = str(e).lower()
                 if not extra or not any(w in said for w in ("response_format", "json", "schema", "grammar")):
                     raise ModelUnavailable(f"chat: the endpoint refused the request (HTTP 400): {e}") from e
                 self.level = LEVELS[LEVELS.index(level) + 1]  # this server refuses it: ask for less from now on
             except Exception as e:  # noqa: BLE001 - translated below, one path for every fault
-                reply = call("chat", _reraise, error=e)
-                break
-        try:
-            return reply.choices[0].message.content or ""
-        except (AttributeError, IndexError, TypeError) as e:
-            raise ModelUnavailable(f"chat: the endpoint's reply has no message ({e})") from e
+                transient = isinstance(e, (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError))
+                if transient and not isinstance(e, openai.APITimeoutError) and attempt < self.max_retries:
+                    time.sleep(BACKOFF * 2 ** attempt)
+                    attempt += 1
+                    continue
+                return call("chat", _reraise, error=e)
 
 
     def _level_for(self, json_mode: "bool | dict[str, Any]") -> str:

@@ -6,7 +6,7 @@ import pytest
 
 from fake_openai import FakeOpenAI
 from memkit import (ConfigError, DimensionMismatch, EventKind, ExtractionError, FactStore, LLMExtractor, Memory,
-                    OpenAIChat, Settings, as_policy, parse_json)
+                    ModelUnavailable, OpenAIChat, Settings, as_policy, parse_json)
 from memkit.embed import OpenAIEmbedder
 from memkit.extract import FACTS_SCHEMA
 from memkit.llm import DEFAULT_MAX_TOKENS
@@ -188,3 +188,38 @@ def test_endpoint_embedder_and_dimension_guard(fake_llm, tmp_path, embedder):
     with pytest.raises(DimensionMismatch, match="dimension 8"):  # and a write into it
         s2.upsert("u", [Fact(id="g", user_id="u", text="User lives in Oslo.")])
     assert [f.id for f in s2.get("u")] == ["f"]  # the facts' text (the profile) stays readable, nothing corrupted
+
+
+def test_a_timeout_is_not_sent_again_but_a_server_error_is(fake_llm):
+    import time
+
+    fake_llm.fail("slow:1.5")
+    with pytest.raises(ModelUnavailable, match="timeout"):
+        OpenAIChat("m", base_url=fake_llm.base_url, timeout=0.5, max_retries=2).complete([{"role": "user", "content": "hi"}])
+    assert len(fake_llm.requests) == 1  # the server may still be generating it: no second copy behind it
+    time.sleep(1.2)  # the abandoned request ends (its handler answers no one)
+    fake_llm.fail("500", "429")
+    fake_llm.enqueue("hello")
+    assert OpenAIChat("m", base_url=fake_llm.base_url, max_retries=2).complete([{"role": "user", "content": "hi"}]) == "hello"
+    assert len(fake_llm.requests) == 4
+
+
+def test_after_repeated_faults_calls_fail_at_once_until_a_probe(fake_llm):
+    import pickle
+    import time
+
+    chat = OpenAIChat("m", base_url=fake_llm.base_url, max_retries=0, breaker_after=2, breaker_cooldown=0.4)
+    fake_llm.fail("500", "500")
+    for _ in range(2):
+        with pytest.raises(ModelUnavailable, match="HTTP 500"):
+            chat.complete([{"role": "user", "content": "hi"}])
+    started = time.monotonic()
+    with pytest.raises(ModelUnavailable, match="not asked again"):
+        chat.complete([{"role": "user", "content": "hi"}])
+    assert len(fake_llm.requests) == 2 and time.monotonic() - started < 0.2  # no request: it failed at once
+    time.sleep(0.45)
+    fake_llm.enqueue("back")
+    assert chat.complete([{"role": "user", "content": "hi"}]) == "back" and chat.failures == 0  # the probe
+    copy = pickle.loads(pickle.dumps(chat))  # what memkit bench --jobs sends to its workers
+    fake_llm.enqueue("copied")
+    assert copy.complete([{"role": "user", "content": "hi"}]) == "copied"
