@@ -54,6 +54,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
         server.stop()
 
 
+def cmd_llm_check(args: argparse.Namespace) -> int:
+    from .config import Settings
+    from .errors import ConfigError
+    from .llm_check import check, report
+
+    settings = Settings.from_env()
+    chat = settings.chat_model()
+    if chat is None:
+        raise ConfigError("no chat model is configured: set MEMKIT_LLM_BASE_URL and MEMKIT_LLM_MODEL (memkit works "
+                          "offline without them)")
+    probes = check(chat)
+    print(report(probes, f"{settings.llm.base_url or 'https://api.openai.com/v1'} model {settings.llm.model}"))
+    return 0 if probes[0].ok else 1
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -95,6 +110,11 @@ def build_parser() -> argparse.ArgumentParser:
                             "each worker needs memkit and the notebook folder at the same path)")
     sweep.add_argument("--out", required=True, help="folder for sweep.csv, sweep.html and the executed notebooks")
     sweep.set_defaults(func=cmd_sweep)
+    llm = sub.add_parser("llm", help="the configured chat model (MEMKIT_LLM_*)")
+    llm_sub = llm.add_subparsers(dest="llm_command", required=True, metavar="{check}", help="check: probe the endpoint")
+    check = llm_sub.add_parser("check", help="ask the endpoint what memkit needs (reachable, structured output, "
+                                             "JSON mode, a sample extraction), timed, and say what will work")
+    check.set_defaults(func=cmd_llm_check)
     nbs = sub.add_parser("notebooks", help="copy the teaching notebooks (and their py:percent sources) into DIR")
     nbs.add_argument("dir", help="folder to copy them into (created if missing)")
     nbs.add_argument("--force", action="store_true", help="overwrite notebooks already there")

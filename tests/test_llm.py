@@ -223,3 +223,39 @@ def test_after_repeated_faults_calls_fail_at_once_until_a_probe(fake_llm):
     copy = pickle.loads(pickle.dumps(chat))  # what memkit bench --jobs sends to its workers
     fake_llm.enqueue("copied")
     assert copy.complete([{"role": "user", "content": "hi"}]) == "copied"
+
+
+def _llm_check(base_url: str) -> "subprocess.CompletedProcess[str]":
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "MEMKIT_LLM_BASE_URL": base_url, "MEMKIT_LLM_MODEL": "m", "MEMKIT_LLM_TIMEOUT": "5"}
+    return subprocess.run([sys.executable, "-m", "memkit.cli", "llm", "check"], capture_output=True, text=True,
+                          env=env, timeout=120)
+
+
+def test_llm_check_says_what_an_endpoint_can_do(fake_llm):
+    sample = {"facts": [{"text": "User prefers metric units.", "kind": "semantic", "key": "user.units",
+                         "value": "metric", "importance": 0.6},
+                        {"text": "User lives in Oslo.", "kind": "semantic", "key": "user.location", "value": "Oslo",
+                         "importance": 0.6}]}
+    fake_llm.enqueue("ok", '{"facts": []}', '{"facts": []}', json.dumps(sample))
+    out = _llm_check(fake_llm.base_url)
+    assert out.returncode == 0, out.stderr
+    assert [line.split()[0] for line in out.stdout.splitlines()[1:5]] == ["ok"] * 4
+    assert "will ask for structured output" in out.stdout and "can extract facts" in out.stdout
+    formats = [r["body"].get("response_format", {}).get("type") for r in fake_llm.requests]
+    assert formats == [None, "json_schema", "json_object", "json_schema"]
+
+
+def test_llm_check_names_what_fails(embedder):
+    with FakeOpenAI(reject_schema=True) as fake:
+        fake.enqueue("ok", '{"facts": []}', '{"facts": []}', '{"facts": []}')  # finds nothing in the sample
+        out = _llm_check(fake.base_url)
+        assert out.returncode == 0, out.stderr
+        lines = out.stdout.splitlines()
+        assert lines[2].split()[0] == "NO" and "structured output" in lines[2]  # the schema was refused
+        assert "will ask for JSON mode" in out.stdout and "keep the rule extractor" in out.stdout
+    out = _llm_check("http://127.0.0.1:9/v1")  # nothing listens
+    assert out.returncode == 1 and "does not answer" in out.stdout
