@@ -75,6 +75,23 @@ print("metric preference in Friday's context:", "metric" in friday.text.lower())
 print("...and without memory:", "metric" in without.text.lower())
 
 # %% [markdown]
+# ## Sending it to a model
+# The agent loop is four calls: observe the user's turn, build the context, send `context.messages` to any
+# chat model, observe its answer (`examples/agent_loop.py` runs the loop end to end). With `LLM = True` and
+# `MEMKIT_LLM_*` set, this cell asks your endpoint for Friday's answer; offline it says what it would send.
+
+# %%
+model = Settings.from_env().chat_model() if LLM else None
+messages = [{"role": "system", "content": "You are a running coach. Use what you know about the user."},
+            *friday.messages]
+if model is None:
+    print(f"offline: {len(messages)} messages ({friday.tokens} tokens of memory) would go to the model")
+else:
+    answer = model.complete(messages)
+    memory.observe(demo.USER, "friday", "assistant", answer)
+    print(answer)
+
+# %% [markdown]
 # ## The semantic layer
 # Only durable statements became facts: the hot weather on Tuesday did not. Each fact keeps the turn it came from.
 
