@@ -14,6 +14,7 @@ import plotly.express as px
 
 from .errors import ConfigError, MemkitError
 from .validate import out_dir
+from .viz import write_page
 
 
 def parse_param(spec: str) -> tuple[str, list[Any]]:
@@ -112,7 +113,7 @@ def run_sweep(notebook: str | Path, params: dict[str, Sequence[Any]], out: str |
         bar.close()
     sweep = pd.concat([tables[i] for i in range(len(points))], ignore_index=True)
     sweep.to_csv(out / "sweep.csv", index=False)
-    sweep_figure(sweep, list(params), metric).write_html(out / "sweep.html", include_plotlyjs=True)
+    write_page(sweep_figure(sweep, list(params), metric), out / "sweep.html")
     return sweep
 
 
@@ -149,15 +150,16 @@ def sweep_figure(sweep: pd.DataFrame, params: Sequence[str], metric: str | None 
     if labels:
         color = " / ".join(labels)
         data = data.assign(**{color: data[labels].astype(str).agg(" / ".join, axis=1)})
-    dash = None
+    ignores: set[str] = set()
     if x == "budget" and "context_tokens" in data and color:
-        # a strategy that sends more than the budget at every point ignores it (full history): drawn dashed,
-        # and named so, as a reference rather than a competitor at that budget
-        ignores = {k for k, g in data.groupby(color) if (g["context_tokens"] > g["budget"]).all()}
-        data = data.assign(**{color: data[color].map(lambda k: f"{k} (ignores the budget)" if k in ignores else k)})
-        dash = color
-    fig = px.line(data, x=x, y=metric, color=color, line_dash=dash, markers=True,
+        # a strategy that sends more than the budget at every point ignores it (full history): a grey dashed
+        # reference line, named so, rather than a competitor at that budget
+        ignores = {f"{k} (ignores the budget)" for k, g in data.groupby(color) if (g["context_tokens"] > g["budget"]).all()}
+        data = data.assign(**{color: data[color].map(lambda k: f"{k} (ignores the budget)" if f"{k} (ignores the budget)" in ignores else k)})
+    fig = px.line(data, x=x, y=metric, color=color, markers=True,
                   labels={x: _title(x), metric: _title(metric)}, title=f"{_title(metric)} by {_title(x)}")
+    fig.for_each_trace(lambda t: t.update(line={"dash": "dash", "color": "grey"}, marker={"color": "grey"})
+                       if t.name in ignores else None)
     return fig.update_layout(showlegend=bool(labels))
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from html import escape
+from pathlib import Path
 from typing import Iterable, Sequence
 
 import pandas as pd
@@ -179,3 +181,10 @@ def recall_by_type(summary: pd.DataFrame) -> pd.DataFrame:
     s = summary[summary["type"] != "all"]
     columns = ["strategy", "budget"] if "budget" in s and s["budget"].nunique() > 1 else "strategy"
     return s.pivot_table(index="type", columns=columns, values="evidence_recall", sort=False).round(3)
+
+
+def write_page(fig: go.Figure, path: str | Path) -> None:
+    """``fig`` as one HTML file that opens offline (plotly.js inside), titled as the figure is."""
+    title = fig.layout.title.text or "memkit"
+    html = fig.to_html(include_plotlyjs=True, full_html=True)
+    Path(path).write_text(html.replace("<head>", f"<head><title>{escape(title)}</title>", 1), "utf-8")

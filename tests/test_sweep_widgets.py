@@ -34,6 +34,7 @@ def test_sweep_runs_a_notebook_over_a_grid(tmp_path):
     assert all(list(t.x) == [300, 900] for t in fig.data)
     html = (tmp_path / "sweep.html").read_text()
     assert '"name":"window"' in html and '"name":"two-layer:keyed"' in html
+    assert "<title>evidence recall (share of evidence turns shown) by context budget (tokens)</title>" in html
     assert (tmp_path / "run-001.ipynb").exists()
     window = sweep[sweep["strategy"] == "window"].set_index("budget")["context_tokens"]
     assert window[900] > window[300]  # the parameter really reached the notebook
@@ -147,7 +148,8 @@ def test_sweep_figure_titles_its_axes_and_marks_a_strategy_that_ignores_the_budg
                           "evidence_recall": [1.0, 0.2, 1.0, 0.3], "context_tokens": [2931, 290, 2931, 590]})
     fig = sweep_figure(sweep, ["budget"], "evidence_recall")
     assert sorted(t.name for t in fig.data) == ["full (ignores the budget)", "window"]
-    assert [t.line.dash for t in fig.data if t.name == "window"] != [t.line.dash for t in fig.data if t.name != "window"]
+    dash = {t.name: t.line.dash for t in fig.data}
+    assert dash == {"full (ignores the budget)": "dash", "window": "solid"}  # the reference dashed, the rest solid
     assert fig.layout.xaxis.title.text == "context budget (tokens)"
     assert fig.layout.yaxis.title.text.startswith("evidence recall (")
     assert fig.layout.title.text == "evidence recall (share of evidence turns shown) by context budget (tokens)"

@@ -38,7 +38,7 @@ def _embed_cache(where: str) -> str | None:
 def cmd_bench(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from ..viz import recall_by_type, strategy_comparison
+    from ..viz import recall_by_type, strategy_comparison, write_page
     from .datasets import describe, expand, guess_format, load
     from .runner import run
 
@@ -114,7 +114,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         pairs = compare(results, strategies)
         pairs.to_csv(out / "compare.csv", index=False)
         written += ", compare.csv"
-    strategy_comparison(summary).write_html(out / "plot.html", include_plotlyjs=True)
+    write_page(strategy_comparison(summary), out / "plot.html")
     (out / "run.json").write_text(json.dumps({"command": _command(getattr(args, "argv", [])), "data": paths if len(paths) > 1 else paths[0], "format": fmt, "conversations": len(convs),
                                               "strategies": strategies, "budget": budgets if len(budgets) > 1 else budgets[0], "k": args.k,
                                               "store": "postgres" if store != "ephemeral" else store,
