@@ -7,6 +7,7 @@ from typing import Any, Protocol, runtime_checkable
 from .errors import ExtractionError
 from .llm import ChatModel, parse_json
 from .rules import RuleExtractor
+from .support import unsupported
 from .types import Candidate
 
 EXTRACTION_PROMPT = """You extract durable facts about the user from one message they wrote.
@@ -82,23 +83,34 @@ class LLMExtractor:
     facts, every item bad) is asked for again ``retries`` times, the model seeing its reply and what was wrong
     with it; then ``ExtractionError``."""
 
-    def __init__(self, model: ChatModel, prompt: str = EXTRACTION_PROMPT, retries: int = 1) -> None:
+    def __init__(self, model: ChatModel, prompt: str = EXTRACTION_PROMPT, retries: int = 1,
+                 check_support: bool = True) -> None:
         self.model = model
         self.prompt = prompt
         self.retries = retries
+        self.check_support = check_support  # refuse a fact the turn does not support (memkit/support.py)
 
     def extract(self, text: str, source: tuple[str, ...] = ()) -> list[Candidate]:
         messages = [{"role": "system", "content": self.prompt}, {"role": "user", "content": text}]
         for attempt in range(self.retries + 1):
             reply = self.model.complete(messages, json_mode=FACTS_SCHEMA)
             try:
-                return candidates_from_json(parse_json(reply), reply, source)
+                return self._supported(candidates_from_json(parse_json(reply), reply, source), text, reply)
             except ExtractionError as e:
                 if attempt == self.retries:
                     raise
                 messages = [*messages, {"role": "assistant", "content": reply},
                             {"role": "user", "content": RETRY_PROMPT.format(error=str(e).split("; received:")[0])}]
         raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _supported(self, cands: list[Candidate], text: str, reply: str) -> list[Candidate]:
+        """The candidates ``text`` supports; ``ExtractionError`` naming why when it supports none of them."""
+        if not self.check_support:
+            return cands
+        refused = {id(c): why for c in cands if (why := unsupported(c, text))}
+        if cands and len(refused) == len(cands):
+            raise ExtractionError("; ".join(f"{c.text!r} {refused[id(c)]}" for c in cands), reply)
+        return [c for c in cands if id(c) not in refused]
 
 
 __all__ = ["EXTRACTION_PROMPT", "RETRY_PROMPT", "Extractor", "LLMExtractor", "RuleExtractor", "candidates_from_json"]

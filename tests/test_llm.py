@@ -168,7 +168,7 @@ def test_from_settings_uses_the_endpoint(fake_llm, monkeypatch):
     monkeypatch.setenv("MEMKIT_LLM_API_KEY", "sk-llm")
     fake_llm.enqueue(json.dumps(GOOD))
     m = Memory.from_settings()
-    assert [e.kind for e in m.observe("u", "s", "user", "whatever the model reads")] == [EventKind.ADD]
+    assert [e.kind for e in m.observe("u", "s", "user", "I prefer metric units.")] == [EventKind.ADD]
     assert fake_llm.requests[-1]["body"]["model"] == "deepseek-chat"
     assert fake_llm.requests[-1]["auth"] == "Bearer sk-llm"
 
@@ -259,3 +259,40 @@ def test_llm_check_names_what_fails(embedder):
         assert "will ask for JSON mode" in out.stdout and "keep the rule extractor" in out.stdout
     out = _llm_check("http://127.0.0.1:9/v1")  # nothing listens
     assert out.returncode == 1 and "does not answer" in out.stdout
+
+
+def test_a_fact_the_turn_does_not_support_is_refused_with_its_reason(fake_llm):
+    invented = {"text": "User has a sister named Ana.", "kind": "semantic", "key": "user.family.sister",
+                "value": "Ana", "importance": 0.5}
+    fake_llm.enqueue(json.dumps({"facts": [GOOD["facts"][0], invented]}))
+    x = LLMExtractor(OpenAIChat("m", base_url=fake_llm.base_url))
+    assert [c.key for c in x.extract("I prefer metric units.")] == ["user.units"]  # the invented one left out
+    dropped = {"text": "User uses Docker.", "kind": "semantic", "key": "user.uses.docker", "value": "yes",
+               "importance": 0.5}
+    fake_llm.enqueue(json.dumps({"facts": [dropped]}), json.dumps({"facts": [dropped]}))  # and when asked again
+    with pytest.raises(ExtractionError, match="drops the turn's negation"):
+        x.extract("I don't use Docker anymore.")
+    assert "drops the turn's negation" in fake_llm.requests[-1]["body"]["messages"][3]["content"]  # the model was told
+    fake_llm.enqueue(json.dumps({"facts": [invented]}))
+    assert LLMExtractor(OpenAIChat("m", base_url=fake_llm.base_url), check_support=False).extract("I like tea.")[0].key \
+        == "user.family.sister"
+
+
+@pytest.mark.parametrize("fact,turn,why", [
+    ("User prefers metric units.", "I prefer metric units.", None),
+    ("User has a sister named Ana.", "I like tea.", "unsupported"),
+    ("User uses Docker.", "I don't use Docker anymore.", "drops the turn's negation"),
+    ("User does not use Docker.", "I don't use Docker anymore.", None),
+    ("User dislikes meetings.", "I don't like meetings, but I love pair programming.", None),
+    ("User loves pair programming.", "I don't like meetings, but I love pair programming.", None),
+    ("User does not like tea.", "I like tea.", "adds a negation"),
+    ("User no longer uses Go.", "We moved from Go to Python.", None),
+    ("User likes cats.", "No, I love cats!", None),
+    ("User's name is Wang Lei.", "我叫王磊", None),  # another script: words cannot judge it
+])
+def test_support_judges_words_and_negation_clause_by_clause(fact, turn, why):
+    from memkit.support import unsupported
+    from memkit.types import Candidate
+
+    got = unsupported(Candidate(fact), turn)
+    assert (got is None) if why is None else (got is not None and why in got)

@@ -1,0 +1,52 @@
+"""Whether a turn supports a fact a model read in it (docs/architecture.md §3): a model may invent a fact
+(a person never named) or drop the turn's "not". Pure functions of the fact and the turn's words.
+
+- *unsupported*: no content word of the fact (its text or value, stemmed; ``user`` and stopwords aside)
+  occurs in the turn;
+- *negation dropped* (or *added*): the clause of the turn that shares the most words with the fact says
+  "not" (no, never, don't, ...) and the fact does not, or the other way round.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .store.lexicon import STOPWORDS, stems
+from .types import Candidate
+
+NEGATION = re.compile(r"\b(?:not|no|never|nor|neither|none|nobody|nothing|no longer|cannot)\b|n't\b|n’t\b", re.I)
+# words that say "not" without a "not": a fact "User dislikes meetings" keeps "I don't like meetings"'s negation
+NEGATIVE = re.compile(r"\b(?:dislike|hate|avoid|stop|stopped|quit|refuse|against|former|formerly|anymore)\w*\b|"
+                      r"\b(?:gave up|give up|no longer|used to)\b", re.I)
+# words of a change of mind: "we moved from Go to Python" supports "User no longer uses Go"
+CHANGE = re.compile(r"\b(?:moved|switch\w*|stopp\w*|quit\w*|left|gave up|from|instead|replac\w*|anymore|no longer|"
+                    r"used to)\b", re.I)
+# where a clause ends: a sentence's end, a comma (a leading "No," is a clause of its own), "but"
+_CLAUSE = re.compile(r"[.;,!?。！？，]+|\bbut\b", re.I)
+_GENERIC = frozenset({"user", "prefer", "like", "use", "is", "has", "have"})
+
+
+def _content(text: str) -> set[str]:
+    return {s for s in stems(text) if s not in STOPWORDS and s not in _GENERIC and not s.isdigit()}
+
+
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+
+
+def unsupported(c: Candidate, turn: str) -> str | None:
+    """Why ``turn`` does not support ``c``, or None when it does (or when words cannot tell: a fact written in
+    another script than the turn, "User's name is Wang Lei." from "我叫王磊", is not judged)."""
+    words = _content(f"{c.text} {c.value or ''}")
+    if not words or bool(_CJK.search(turn)) != bool(_CJK.search(f"{c.text} {c.value or ''}")):
+        return None  # nothing to check it by: the schema's validation judges it
+    clauses = [x for x in _CLAUSE.split(turn) if x and x.strip()] or [turn]
+    shared = [len(words & _content(x)) for x in clauses]
+    if not any(shared):
+        return f"unsupported by the turn: none of {sorted(words)} is in it"
+    clause = clauses[shared.index(max(shared))]
+    said_not, fact_not = bool(NEGATION.search(clause)), bool(NEGATION.search(c.text)) or c.negated
+    if said_not and not fact_not and not NEGATIVE.search(c.text):
+        return f"drops the turn's negation ({clause.strip()!r})"
+    if fact_not and not said_not and not NEGATIVE.search(clause) and not CHANGE.search(clause):
+        return f"adds a negation the turn does not have ({clause.strip()!r})"
+    return None
