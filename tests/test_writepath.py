@@ -174,10 +174,25 @@ def test_a_failing_summarizer_keeps_turns_in_the_window(fake_llm):
     for i in range(3):
         buf.append("user", f"Turn {i} says something long enough to overflow the window.")
     assert buf.fold_error and len(buf.window) == 3 and not buf.summary.turn_ids  # nothing lost
-    fake_llm.enqueue("Three turns about overflowing.")
+    fake_llm.enqueue("Turns 0 and 1 overflow the window.")
     buf.append("user", "One more.")
-    assert buf.fold_error is None and buf.summary.text == "Three turns about overflowing."
+    assert buf.fold_error is None and buf.summary.text == "Turns 0 and 1 overflow the window."
     assert list(buf.summary.turn_ids) + [t.id for t in buf.window] == [t.id for t in buf.turns]  # every turn somewhere
+
+
+def test_a_summary_that_invents_or_loses_names_and_numbers_is_refused(fake_llm):
+    model = OpenAIChat("m", base_url=fake_llm.base_url, api_key="k", max_retries=0)
+    buf = EpisodicBuffer("s", "u", window_tokens=25, summary_tokens=60, summarizer=LLMSummarizer(model))
+    fake_llm.enqueue("User: Hi! Assistant: Hello, how was the trip with John to Paris?",  # invented
+                     "A user introduced themselves.")  # loses every name and number
+    buf.append("user", "Priya here, a data scientist in Toronto since 2021; before that, Lisbon.")
+    buf.append("assistant", "Welcome, Priya! Toronto in winter must be a change from Lisbon.")
+    assert "never did: john, paris" in buf.fold_error and not buf.summary.turn_ids  # the turns stay
+    buf.append("user", "It is, and I miss the sun.")
+    assert "loses the turns' names and numbers" in buf.fold_error and not buf.summary.turn_ids
+    fake_llm.enqueue("Priya, a data scientist in Toronto since 2021, came from Lisbon.")
+    buf.append("user", "Anyway.")
+    assert buf.fold_error is None and buf.summary.text.startswith("Priya, a data scientist")
 
 
 @pytest.mark.parametrize("call,error", [
