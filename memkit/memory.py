@@ -25,6 +25,10 @@ from .rules import RuleExtractor, attribute
 from .summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from .types import Candidate, Context, Episode, Event, EventKind, Hit, Turn
 
+# Extractions of one turn whose reply could not be used (each already asked again once: LLMExtractor.retries)
+# before the turn is settled with its ERROR event; until then it waits for flush() (docs/decisions.md)
+EXTRACT_ATTEMPTS = 3
+
 Retriever = Callable[[str], Sequence[str]]
 
 
@@ -180,9 +184,13 @@ class Memory:
                 cands = attribute(cands, speaker)
         except ModelUnavailable as e:  # the turn stays marked in the records: any later flush() extracts it
             return [self._error(user_id, f"{type(e).__name__}: {e}; the turn waits for flush()", (turn.id,), turn.time)]
-        except ExtractionError as e:
+        except ExtractionError as e:  # a reply that could not be used: tried again by flush(), a bounded number of times
+            attempts = self.store.queue.attempted(user_id, episode_id)
+            if attempts < EXTRACT_ATTEMPTS:
+                return [self._error(user_id, f"{e}; attempt {attempts} of {EXTRACT_ATTEMPTS}: the turn waits for flush()",
+                                    (turn.id,), turn.time)]
             self.store.queue.extracted(user_id, episode_id)
-            return [self._error(user_id, str(e), (turn.id,), turn.time)]
+            return [self._error(user_id, f"{e}; given up after {attempts} attempts", (turn.id,), turn.time)]
         try:
             events = self.write(user_id, cands, turn.time)
         except StoreUnavailable:  # the candidates wait in the records (write): the turn itself is settled

@@ -222,3 +222,14 @@ def test_the_length_postgres_scores_with_is_the_length_tantivy_scores_with():
             for _, a in searcher.search(query, len(lengths)).hits}
     assert len(kept) == len(lengths) and any(kept[n] != n for n in kept)  # lossy above 24 terms
     assert {n: scored_length(n) for n in kept} == kept
+
+
+def test_a_turns_unusable_extractions_are_counted_in_the_database(postgres_url, embedder):
+    from memkit.types import Episode
+
+    store = FactStore.postgres(postgres_url, embedder, namespace=f"attempts{os.getpid()}")
+    ep = store.add_episode("u", Episode("", "u", "s", "t1", "user", "user", "I prefer metric units.", 1.0), extract=True)
+    assert [store.queue.attempted("u", ep.id) for _ in range(2)] == [1, 2]
+    assert [e.id for e in store.queue.to_extract()] == [ep.id]  # counted, still waiting for flush()
+    store.drop_user("u")
+    store.close()

@@ -262,8 +262,24 @@ def test_extraction_error_is_an_event_not_an_exception(fake_llm, embedder):
                extractor=LLMExtractor(OpenAIChat("m", base_url=fake_llm.base_url, api_key="k")))
     fake_llm.enqueue("no json here", "still no json")  # asked again once
     [event] = m.observe("u", "s", "user", "I prefer metric units.")
-    assert event.kind == EventKind.ERROR and "no valid JSON" in event.reason
-    assert not m.pending_turns  # a reply still malformed when asked again is reported, and the turn settled
+    assert event.kind == EventKind.ERROR and "no valid JSON" in event.reason and "attempt 1 of 3" in event.reason
+    assert len(m.pending_turns) == 1  # not settled: flush() tries it again, a bounded number of times
+    fake_llm.enqueue("no json", "no json")
+    [event] = m.flush()
+    assert "attempt 2 of 3" in event.reason and len(m.pending_turns) == 1
+    fake_llm.enqueue("no json", "no json")
+    [event] = m.flush()
+    assert "given up after 3 attempts" in event.reason and not m.pending_turns  # reported, and the turn settled
+    assert m.flush() == [] and len(fake_llm.requests) == 6  # each attempt: one request, and one asking again
+
+
+def test_a_turn_whose_reply_was_unusable_is_extracted_by_a_later_flush(fake_llm, embedder):
+    m = Memory(store=FactStore.ephemeral(embedder),
+               extractor=LLMExtractor(OpenAIChat("m", base_url=fake_llm.base_url, api_key="k")))
+    fake_llm.enqueue("no json here", "still no json")
+    m.observe("u", "s", "user", "I prefer metric units.")
+    fake_llm.enqueue('{"facts": [{"text": "User prefers metric units.", "key": "user.units", "value": "metric"}]}')
+    assert [e.kind for e in m.flush()] == [EventKind.ADD] and not m.pending_turns
 
 
 def test_policies_are_objects_with_typed_options(embedder):

@@ -27,6 +27,11 @@ class RetryQueue:
         self._check_open()
         self._records.extracted(owner_of(user_id), episode_id)
 
+    def attempted(self, user_id: str, episode_id: str) -> int:
+        """An extraction of the turn met a reply that could not be used: the count of such attempts, now."""
+        self._check_open()
+        return self._records.attempted(owner_of(user_id), episode_id)
+
     def wait(self, user_id: str, cands: Sequence[Candidate], time: float | None) -> None:
         """Keep candidate facts whose planning met an outage, for a later ``Memory.flush()``."""
         self._check_open()

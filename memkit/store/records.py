@@ -38,6 +38,8 @@ CREATE TABLE waiting_writes (seq INTEGER PRIMARY KEY AUTOINCREMENT, owner TEXT N
         # timeframe, memkit/timeframe.py)
         """ALTER TABLE episodes ADD COLUMN passage_tokens INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX episodes_time ON episodes(owner, time)""",
+        # how many extractions of a turn met a reply that could not be used (memory.EXTRACT_ATTEMPTS bounds it)
+        "ALTER TABLE episodes ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0",
     ),
     "postgres": (
         """CREATE TABLE episodes (
@@ -52,6 +54,7 @@ CREATE TABLE waiting_writes (seq BIGSERIAL PRIMARY KEY, owner TEXT NOT NULL, use
   time DOUBLE PRECISION, candidates TEXT NOT NULL)""",
         """ALTER TABLE episodes ADD COLUMN passage_tokens INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX episodes_time ON episodes(owner, time)""",
+        "ALTER TABLE episodes ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0",
     ),
 }
 EPISODE_COLUMNS = "seq, user_id, session_id, turn_id, speaker, role, content, time, tokens, pos, passage_tokens"
@@ -152,6 +155,12 @@ class Records:
     def extracted(self, owner: str, episode_id: str) -> None:
         """The turn's extraction is settled (its facts written, or its failure reported): unmark it."""
         self.db.execute("UPDATE episodes SET extract = 0 WHERE owner = ? AND seq = ?", (owner, int(episode_id)))
+
+    def attempted(self, owner: str, episode_id: str) -> int:
+        """One more extraction of the turn met an unusable reply: how many have, now."""
+        with self.db.transaction() as run:
+            run("UPDATE episodes SET attempts = attempts + 1 WHERE owner = ? AND seq = ?", (owner, int(episode_id)))
+            return run("SELECT attempts FROM episodes WHERE owner = ? AND seq = ?", (owner, int(episode_id))).fetchone()[0]
 
     def wait(self, owner: str, user_id: str, cands: Sequence[Candidate], time: float | None) -> None:
         """Keep candidates whose planning met an outage, to be planned by a later ``flush``."""
