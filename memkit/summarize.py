@@ -11,6 +11,7 @@ from . import tokens
 from .errors import ExtractionError
 from .llm import ChatModel
 from .rules import SENT_SPLIT, RuleExtractor
+from .support import unfaithful
 from .types import Turn
 
 SUMMARY_PROMPT = """You maintain a running summary of a conversation for an assistant with limited context.
@@ -78,33 +79,9 @@ class ExtractiveSummarizer:
         return Summary(text, previous.turn_ids + tuple(t.id for t in turns), tokens.count(text))
 
 
-_NAME = re.compile(r"(?<=[a-z,;]\s)[A-Z][\w'-]+|\d+(?:[.,:]\d+)*")  # a capitalised word inside a sentence, a number
-
-
-def _names(text: str) -> set[str]:
-    """The names (capitalised words inside a sentence) and numbers of ``text``, lowercased."""
-    from .store.lexicon import STOPWORDS
-
-    return {w.lower() for w in _NAME.findall(text) if w.lower() not in STOPWORDS}
-
-
-def unfaithful(source: str, summary: str, keep: float = 0.5) -> str | None:
-    """Why ``summary`` is not a summary of ``source``: it names a person, place or number the source never
-    says, or it keeps less than ``keep`` of the source's names and numbers; None when it is one."""
-    said = {w.lower() for w in re.findall(r"[\w'-]+", source)}
-    invented = sorted(w for w in _names(summary) if w not in said)
-    if invented:
-        return f"the summary says what the turns never did: {', '.join(invented[:5])}"
-    wanted = _names(source)
-    kept = wanted & {w.lower() for w in re.findall(r"[\w'-]+", summary)}
-    if wanted and len(kept) < keep * len(wanted):
-        return f"the summary loses the turns' names and numbers ({', '.join(sorted(wanted - kept)[:5])})"
-    return None
-
-
 class LLMSummarizer:
     """Summaries written by a chat model with ``SUMMARY_PROMPT``, cut to the budget if the model runs over. A
-    summary that invents names or numbers, or loses most of those it folds (``unfaithful``), is refused
+    summary that invents names or numbers, or loses most of those it folds (``support.unfaithful``), is refused
     (``ExtractionError``): the turns stay in the window and the buffer's ``fold_error`` says why."""
 
     def __init__(self, model: ChatModel, prompt: str = SUMMARY_PROMPT) -> None:

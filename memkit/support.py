@@ -1,10 +1,13 @@
-"""Whether a turn supports a fact a model read in it (docs/architecture.md §3): a model may invent a fact
-(a person never named) or drop the turn's "not". Pure functions of the fact and the turn's words.
+"""Whether turns support what a model wrote about them (docs/architecture.md §3): a model may invent a fact
+(a person never named), drop the turn's "not", or write a summary of other people and numbers than the
+turns'. Pure functions of the model's text and the turns' words.
 
 - *unsupported*: no content word of the fact (its text or value, stemmed; ``user`` and stopwords aside)
   occurs in the turn;
 - *negation dropped* (or *added*): the clause of the turn that shares the most words with the fact says
-  "not" (no, never, don't, ...) and the fact does not, or the other way round.
+  "not" (no, never, don't, ...) and the fact does not, or the other way round;
+- *unfaithful* (a summary): it names a person, place or number the turns never say, or keeps less than half
+  of theirs.
 """
 
 from __future__ import annotations
@@ -49,4 +52,30 @@ def unsupported(c: Candidate, turn: str) -> str | None:
         return f"drops the turn's negation ({clause.strip()!r})"
     if fact_not and not said_not and not NEGATIVE.search(clause) and not CHANGE.search(clause):
         return f"adds a negation the turn does not have ({clause.strip()!r})"
+    return None
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in re.findall(r"[\w'-]+", text)}
+
+
+_NAME = re.compile(r"(?<=[a-z,;]\s)[A-Z][\w'-]+|\d+(?:[.,:]\d+)*")  # a capitalised word inside a sentence, a number
+
+
+def _names(text: str) -> set[str]:
+    """The names (capitalised words inside a sentence) and numbers of ``text``, lowercased."""
+    return {w.lower() for w in _NAME.findall(text) if w.lower() not in STOPWORDS}
+
+
+def unfaithful(source: str, summary: str, keep: float = 0.5) -> str | None:
+    """Why ``summary`` is not a summary of ``source``: it names a person, place or number the source never
+    says, or it keeps less than ``keep`` of the source's names and numbers; None when it is one."""
+    said = _words(source)
+    invented = sorted(w for w in _names(summary) if w not in said)
+    if invented:
+        return f"the summary says what the turns never did: {', '.join(invented[:5])}"
+    wanted = _names(source)
+    kept = wanted & _words(summary)
+    if wanted and len(kept) < keep * len(wanted):
+        return f"the summary loses the turns' names and numbers ({', '.join(sorted(wanted - kept)[:5])})"
     return None
