@@ -1,3 +1,4 @@
 # each row: the patch applied to 3c78a18, then (MEMKIT_EXP_KEYS=prev|facts, or MEMKIT_EXP_PRF=5,3,1)
 git apply docs/results/experiments/episode-keys.diff   # or feedback.diff
 python scripts/measure_recall_options.py --data ../shared/devdata/beam/100K --format beam --budget 400,1200 --only 'two-layer (defaults)' --jobs 2
+# sessions rows: docs/results/experiments/sessions.diff applied to 55d0222, then MEMKIT_EXP_SESSIONS=<sessions>,<weight>,<sum|max>

@@ -1,3 +1,4 @@
 # each row: the patch applied to 3c78a18, then (MEMKIT_EXP_KEYS=prev|prevnext|prev-short|prevnext-short|prevnext-dense|facts, or MEMKIT_EXP_PRF=5,3,1|10,5,2)
 git apply docs/results/experiments/episode-keys.diff   # or feedback.diff
 python scripts/measure_recall_options.py --data '../shared/devdata/realtalk/Chat_[1-5]_*.json' --format realtalk --budget 400,1200 --only 'two-layer (defaults)' --jobs 2
+# sessions rows: docs/results/experiments/sessions.diff applied to 55d0222, then MEMKIT_EXP_SESSIONS=<sessions>,<weight>,<sum|max>
