@@ -22,8 +22,10 @@ BREAKER_COOLDOWN = 30.0
 # Tokens a reply may take (MEMKIT_LLM_MAX_TOKENS): every request bounds its reply, so a model that does not
 # stop cannot run to its context limit behind a single-request server's lock while the client times out
 DEFAULT_MAX_TOKENS = 512
-# What a server is asked for, most structured first; a level a server refuses is not asked of it again
-LEVELS = ("schema", "json", "text")
+# What a server is asked for, most structured first; a level a server refuses is not asked of it again:
+# OpenAI's structured output (json_schema); JSON mode carrying the schema, the form llama.cpp's servers take
+# (llama-cpp-python answers json_schema with an HTTP 500); JSON mode; plain text
+LEVELS = ("schema", "json+schema", "json", "text")
 
 
 def make_client(base_url: str | None, api_key: str, timeout: float = DEFAULT_TIMEOUT,
@@ -130,28 +132,39 @@ class OpenAIChat:
         while True:
             level = self._level_for(json_mode)
             formats = {"schema": {"type": "json_schema", "json_schema": {"name": "reply", "schema": json_mode}},
-                       "json": {"type": "json_object"}}
+                       "json+schema": {"type": "json_object", "schema": json_mode}, "json": {"type": "json_object"}}
             extra = {"response_format": formats[level]} if level in formats else {}
             try:
                 return create(**extra, **kwargs)
-            except openai.BadRequestError as e:
-                said = str(e).lower()
-                if not extra or not any(w in said for w in ("response_format", "json", "schema", "grammar")):
-                    raise ModelUnavailable(f"chat: the endpoint refused the request (HTTP 400): {e}") from e
-                self.level = LEVELS[LEVELS.index(level) + 1]  # this server refuses it: ask for less from now on
-            except Exception as e:  # noqa: BLE001 - translated below, one path for every fault
-                transient = isinstance(e, (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError))
-                if transient and not isinstance(e, openai.APITimeoutError) and attempt < self.max_retries:
-                    time.sleep(BACKOFF * 2 ** attempt)
-                    attempt += 1
+            except openai.APIStatusError as e:
+                if extra and _refuses_format(e):
+                    self.level = LEVELS[LEVELS.index(level) + 1]  # this server refuses it: ask for less from now on
                     continue
-                return call("chat", _reraise, error=e)
-
+                if isinstance(e, openai.BadRequestError):
+                    raise ModelUnavailable(f"chat: the endpoint refused the request (HTTP 400): {e}") from e
+                error: Exception = e
+            except Exception as e:  # noqa: BLE001 - translated below, one path for every fault
+                error = e
+            transient = isinstance(error, (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError))
+            if transient and not isinstance(error, openai.APITimeoutError) and attempt < self.max_retries:
+                time.sleep(BACKOFF * 2 ** attempt)
+                attempt += 1
+                continue
+            return call("chat", _reraise, error=error)
 
     def _level_for(self, json_mode: "bool | dict[str, Any]") -> str:
         """What to ask for: the request's own wish, within what the endpoint has not refused."""
         wished = "schema" if isinstance(json_mode, dict) else "json" if json_mode else "text"
         return LEVELS[max(LEVELS.index(wished), LEVELS.index(self.level))]
+
+
+def _refuses_format(error: Any) -> bool:
+    """Whether an error status says the server does not take the request's ``response_format``: a 400 or 422
+    naming it, or llama-cpp-python's 500 that wraps its own validation error of the field."""
+    said = str(error).lower()
+    if error.status_code in (400, 422):
+        return any(w in said for w in ("response_format", "json", "schema", "grammar"))
+    return error.status_code == 500 and "response_format" in said
 
 
 def _reraise(error: Exception) -> Any:

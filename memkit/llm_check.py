@@ -72,18 +72,22 @@ def check(chat: OpenAIChat) -> list[Probe]:
     return [_timed("reachable (plain text)", lambda: _at_level(chat, "text").complete(
                 [{"role": "user", "content": "Reply with the word ok."}])),
             _timed("structured output (json_schema)", structured("schema", FACTS_SCHEMA)),
+            _timed("the schema in JSON mode (json_object + schema, llama.cpp's form)",
+                   structured("json+schema", FACTS_SCHEMA)),
             _timed("JSON mode (json_object)", structured("json", True)),
             _timed(f"sample extraction: {SAMPLE!r}", extraction)]
 
 
 def verdict(probes: list[Probe]) -> str:
     """What will work, and what to set, from the probes."""
-    reach, schema, json_mode, sample = (p.ok for p in probes)
+    reach, schema, in_json_mode, json_mode, sample = (p.ok for p in probes)
     if not reach:
         return ("the endpoint does not answer: check MEMKIT_LLM_BASE_URL and MEMKIT_LLM_MODEL (and the server); "
                 "offline memkit needs none of them")
     slow = max(p.seconds for p in probes)
-    lines = [f"extraction will ask for {'structured output' if schema else 'JSON mode' if json_mode else 'plain text'}"]
+    asks = "structured output" if schema else "the schema in JSON mode" if in_json_mode else \
+        "JSON mode" if json_mode else "plain text"
+    lines = [f"extraction will ask for {asks}"]
     if not sample:
         lines.append("this model did not extract the sample's two facts: keep the rule extractor "
                      "(Memory() without an extractor) and use the model for summaries or answers only")

@@ -14,13 +14,17 @@ from typing import Any
 
 
 class FakeOpenAI:
-    def __init__(self, embed_dim: int = 8, reject_json_mode: bool = False, reject_schema: bool = False) -> None:
+    def __init__(self, embed_dim: int = 8, reject_json_mode: bool = False, reject_schema: bool = False,
+                 like_llama_cpp: bool = False) -> None:
         self.replies: list[str] = []
         self.faults: list[str] = []  # "500", "429", "empty", "slow:<seconds>", "400": one per request, in order
         self.requests: list[dict[str, Any]] = []
         self.embed_dim = embed_dim
         self.reject_json_mode = reject_json_mode  # refuse any response_format (a server without JSON mode)
-        self.reject_schema = reject_schema  # refuse json_schema only (JSON mode without structured output)
+        self.reject_schema = reject_schema  # refuse a schema in any form (JSON mode without structured output)
+        # answer json_schema as llama-cpp-python's server does, with a 500 wrapping its validation error, and take
+        # the schema inside JSON mode ({"type": "json_object", "schema": ...})
+        self.like_llama_cpp = like_llama_cpp
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -45,7 +49,12 @@ class FakeOpenAI:
                     else:
                         return self._send(int(fault), {"error": {"message": f"injected {fault}", "type": "server_error"}})
                 if self.path.endswith("/chat/completions"):
-                    schema = body.get("response_format", {}).get("type") == "json_schema"
+                    fmt = body.get("response_format", {})
+                    if fake.like_llama_cpp and fmt.get("type") == "json_schema":
+                        return self._send(500, {"error": {"message": "1 validation error: ('body', 'response_format', "
+                                                          "'type') Input should be 'text' or 'json_object'",
+                                                          "type": "internal_server_error"}})
+                    schema = fmt.get("type") == "json_schema" or "schema" in fmt
                     if (fake.reject_json_mode and "response_format" in body) or (fake.reject_schema and schema):
                         return self._send(400, {"error": {"message": "response_format not supported", "type": "invalid_request_error"}})
                     content = fake.replies.pop(0) if fake.replies else '{"facts": []}'

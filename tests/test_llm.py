@@ -104,14 +104,36 @@ def test_structured_output_falls_back_to_json_mode_then_text_and_remembers(embed
         for _ in range(2):
             fake.enqueue(json.dumps(GOOD))
             assert LLMExtractor(chat).extract("I prefer metric units.")[0].key == "user.units"
-        sent = [r["body"].get("response_format", {}).get("type") for r in fake.requests]
-        assert sent == ["json_schema", "json_object", "json_object"]  # refused once, not asked again
+        sent = [_format(r) for r in fake.requests]
+        assert sent == ["json_schema", "json_object+schema", "json_object", "json_object"]  # refused once, not asked again
         assert {r["body"]["max_tokens"] for r in fake.requests} == {64}
     with FakeOpenAI(reject_json_mode=True) as fake:
         fake.enqueue(json.dumps(GOOD))
         chat = OpenAIChat("m", base_url=fake.base_url)
         assert LLMExtractor(chat).extract("I prefer metric units.")[0].key == "user.units"
-        assert [r["body"].get("response_format", {}).get("type") for r in fake.requests] == ["json_schema", "json_object", None]
+        assert [_format(r) for r in fake.requests] == ["json_schema", "json_object+schema", "json_object", None]
+
+
+def test_a_server_that_answers_json_schema_with_a_500_gets_the_schema_in_json_mode_and_no_retry():
+    # llama-cpp-python's server: json_schema fails its request validation, reported as HTTP 500; it takes the
+    # schema as {"type": "json_object", "schema": ...}
+    with FakeOpenAI(like_llama_cpp=True) as fake:
+        chat = OpenAIChat("m", base_url=fake.base_url, max_retries=2)
+        for _ in range(2):
+            fake.enqueue(json.dumps(GOOD))
+            assert LLMExtractor(chat).extract("I prefer metric units.")[0].key == "user.units"
+        assert [_format(r) for r in fake.requests] == ["json_schema", "json_object+schema", "json_object+schema"]
+        assert fake.requests[-1]["body"]["response_format"]["schema"] == FACTS_SCHEMA
+        fake.fail("500")  # a 500 that is not about the format is still a fault, retried
+        fake.enqueue(json.dumps(GOOD))
+        assert LLMExtractor(chat).extract("I prefer metric units.")[0].key == "user.units"
+        assert chat.level == "json+schema" and len(fake.requests) == 5
+
+
+def _format(request: dict) -> str | None:
+    """The response_format a request asked for: its type, and "+schema" when JSON mode carries a schema."""
+    fmt = request["body"].get("response_format")
+    return None if fmt is None else fmt["type"] + ("+schema" if "schema" in fmt else "")
 
 
 def test_a_reply_with_one_bad_item_keeps_the_good_ones(fake_llm):
@@ -240,13 +262,13 @@ def test_llm_check_says_what_an_endpoint_can_do(fake_llm):
                          "value": "metric", "importance": 0.6},
                         {"text": "User lives in Oslo.", "kind": "semantic", "key": "user.location", "value": "Oslo",
                          "importance": 0.6}]}
-    fake_llm.enqueue("ok", '{"facts": []}', '{"facts": []}', json.dumps(sample))
+    fake_llm.enqueue("ok", '{"facts": []}', '{"facts": []}', '{"facts": []}', json.dumps(sample))
     out = _llm_check(fake_llm.base_url)
     assert out.returncode == 0, out.stderr
-    assert [line.split()[0] for line in out.stdout.splitlines()[1:5]] == ["ok"] * 4
+    assert [line.split()[0] for line in out.stdout.splitlines()[1:6]] == ["ok"] * 5
     assert "will ask for structured output" in out.stdout and "can extract facts" in out.stdout
-    formats = [r["body"].get("response_format", {}).get("type") for r in fake_llm.requests]
-    assert formats == [None, "json_schema", "json_object", "json_schema"]
+    formats = [_format(r) for r in fake_llm.requests]
+    assert formats == [None, "json_schema", "json_object+schema", "json_object", "json_schema"]
 
 
 def test_llm_check_names_what_fails(embedder):
@@ -256,7 +278,12 @@ def test_llm_check_names_what_fails(embedder):
         assert out.returncode == 0, out.stderr
         lines = out.stdout.splitlines()
         assert lines[2].split()[0] == "NO" and "structured output" in lines[2]  # the schema was refused
+        assert lines[4].split()[0] == "NO" and "llama.cpp's form" in lines[4]  # in either form
         assert "will ask for JSON mode" in out.stdout and "keep the rule extractor" in out.stdout
+    with FakeOpenAI(like_llama_cpp=True) as fake:
+        fake.enqueue("ok", '{"facts": []}', '{"facts": []}', '{"facts": []}')
+        out = _llm_check(fake.base_url)
+        assert "will ask for the schema in JSON mode" in out.stdout, out.stdout
     out = _llm_check("http://127.0.0.1:9/v1")  # nothing listens
     assert out.returncode == 1 and "does not answer" in out.stdout
 
