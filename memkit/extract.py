@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, Protocol, runtime_checkable
 
 from .errors import ExtractionError
@@ -22,6 +23,7 @@ Answer with JSON only: {"facts": [{"text": str, "kind": "semantic"|"episodic"|"p
 durable, answer {"facts": []}."""
 
 # After a reply that could not be read: the model sees its reply, then this (``LLMExtractor.retries``)
+REPLY_SHOWN = 600  # characters of an unusable reply shown back to the model when it is asked again
 RETRY_PROMPT = """That reply could not be used: {error}. Answer again with JSON only, exactly in the shape
 {{"facts": [...]}} described above ({{"facts": []}} if nothing is durable)."""
 
@@ -50,16 +52,40 @@ def candidates_from_json(data: Any, received: str, source: tuple[str, ...] = ())
     reply does not discard the others)."""
     facts = data.get("facts") if isinstance(data, dict) else data if isinstance(data, list) else None
     if not isinstance(facts, list):
+        facts = _complete_items(received)  # a reply cut at its max_tokens: the facts before the cut
+    if facts is None:
         raise ExtractionError('expected {"facts": [...]}', received)
-    out, wrong = [], []
+    out, wrong, seen = [], [], set()
     for i, f in enumerate(facts):
         try:
-            out.append(_candidate(i, f, source))
+            c = _candidate(i, f, source)
         except ValueError as e:
             wrong.append(str(e))
+            continue
+        if c.text.casefold() not in seen:  # a reply that says one fact twice writes it once
+            seen.add(c.text.casefold())
+            out.append(c)
     if wrong and not out:
         raise ExtractionError("; ".join(wrong), received)
     return out
+
+
+def _complete_items(received: str) -> list[Any] | None:
+    """The complete items of the ``"facts"`` list of a reply cut short (it ran to its max_tokens), or None
+    when the reply has no such list or no item of it is complete."""
+    start = received.find('"facts"')
+    at = received.find("[", start) + 1 if start >= 0 else 0
+    if not at:
+        return None
+    decoder, items = json.JSONDecoder(), []
+    while True:
+        while at < len(received) and received[at] in " \t\r\n,":
+            at += 1
+        try:
+            item, at = decoder.raw_decode(received, at)
+        except json.JSONDecodeError:
+            return items or None
+        items.append(item)
 
 
 def _candidate(i: int, f: Any, source: tuple[str, ...]) -> Candidate:
@@ -99,7 +125,8 @@ class LLMExtractor:
             except ExtractionError as e:
                 if attempt == self.retries:
                     raise
-                messages = [*messages, {"role": "assistant", "content": reply},
+                # the reply cut short: a long one would double the next prompt (and its time) on a small server
+                messages = [*messages, {"role": "assistant", "content": reply[:REPLY_SHOWN]},
                             {"role": "user", "content": RETRY_PROMPT.format(error=str(e).split("; received:")[0])}]
         raise AssertionError("unreachable")  # the loop returns or raises
 

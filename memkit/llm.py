@@ -20,8 +20,10 @@ BACKOFF = 0.5            # seconds before the first retry, doubled for each next
 BREAKER_AFTER = 3
 BREAKER_COOLDOWN = 30.0
 # Tokens a reply may take (MEMKIT_LLM_MAX_TOKENS): every request bounds its reply, so a model that does not
-# stop cannot run to its context limit behind a single-request server's lock while the client times out
-DEFAULT_MAX_TOKENS = 512
+# stop cannot run to its context limit behind a single-request server's lock while the client times out.
+# Every call's reply fits in 256: a summary (summary_tokens, 200), a plan, a few facts; a cut reply keeps its
+# complete facts (extract.candidates_from_json). docs/decisions.md, "Reply bound"
+DEFAULT_MAX_TOKENS = 256
 # What a server is asked for, most structured first; a level a server refuses is not asked of it again:
 # OpenAI's structured output (json_schema); JSON mode carrying the schema, the form llama.cpp's servers take
 # (llama-cpp-python answers json_schema with an HTTP 500); JSON mode; plain text
@@ -85,6 +87,7 @@ class OpenAIChat:
         self.client = make_client(base_url, api_key, timeout, 0)  # memkit retries, and never after a timeout
         self.level = LEVELS[0]  # the most structured output this endpoint has not refused
         self.breaker_after, self.breaker_cooldown = breaker_after, breaker_cooldown
+        self.sent = 0  # requests sent to the endpoint (retries and refused formats included)
         self.failures = 0  # calls in a row that met an endpoint fault
         self.closed_until = 0.0  # monotonic time before which calls fail at once (the breaker is open)
         self._guard = threading.Lock()
@@ -135,6 +138,7 @@ class OpenAIChat:
                        "json+schema": {"type": "json_object", "schema": json_mode}, "json": {"type": "json_object"}}
             extra = {"response_format": formats[level]} if level in formats else {}
             try:
+                self.sent += 1
                 return create(**extra, **kwargs)
             except openai.APIStatusError as e:
                 if extra and _refuses_format(e):

@@ -143,6 +143,20 @@ def test_a_reply_with_one_bad_item_keeps_the_good_ones(fake_llm):
     assert c.key == "user.units"
 
 
+def test_a_reply_cut_at_its_token_bound_keeps_its_complete_facts_once_each(fake_llm):
+    city = {"text": "User lives in Oslo.", "kind": "semantic", "key": "user.city", "value": "Oslo", "importance": 0.6}
+    whole = json.dumps({"facts": [GOOD["facts"][0], GOOD["facts"][0], city, city]})
+    fake_llm.enqueue(whole[:whole.rindex('"value"')])  # cut inside the last item, as max_tokens cuts a reply
+    found = LLMExtractor(OpenAIChat("m", base_url=fake_llm.base_url)).extract(
+        "I prefer metric units and I live in Oslo.")
+    assert [c.key for c in found] == ["user.units", "user.city"] and len(fake_llm.requests) == 1
+    fake_llm.enqueue('{"facts": [{"text": "User lives in', '{"facts": []}')  # no item complete: asked again
+    assert LLMExtractor(OpenAIChat("m", base_url=fake_llm.base_url)).extract("I live in Oslo.") == []
+    retry = fake_llm.requests[-1]["body"]["messages"]
+    assert retry[-2] == {"role": "assistant", "content": '{"facts": [{"text": "User lives in'}
+    assert "no valid JSON" in retry[-1]["content"]
+
+
 def test_max_tokens_is_configurable(monkeypatch):
     from memkit import Settings
 
