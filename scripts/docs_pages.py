@@ -46,6 +46,9 @@ SECTIONS = [
      "Hypotheses tried as patches on the BEAM dev split and dropped"),
     ("scale", RESULTS / "scale",
      "Read and write paths as users and items grow (`Memory.context`, `Memory.observe`; run alone on 2 cores)"),
+    ("model", RESULTS / "local-model",
+     "The write path against a real local model: llama.cpp's server, SmolLM2-135M-Instruct, the `llm` policy "
+     "(run alone on 2 cores)"),
 ]
 HEADLINE = [("REALTALK confirm", RESULTS / "realtalk-confirm"), ("BEAM 500K confirm (6 of 35)", RESULTS / "beam-confirm"),
             ("REALTALK dev", RESULTS / "realtalk-dev"), ("BEAM 100K dev", RESULTS / "beam-dev")]

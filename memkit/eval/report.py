@@ -137,17 +137,33 @@ def scale_section(folder: Path, title: str) -> str:
                       "", _table(["backend, users × items", *(h for _, h, _ in SCALE_COLUMNS)], rows), ""])
 
 
+def model_section(folder: Path, title: str) -> str:
+    """The run of ``scripts/measure_local_model.py``: its summary as one measure per row, then each user
+    turn (seconds, events, what became of it)."""
+    summary = pd.read_csv(folder / "summary.csv", keep_default_na=False).iloc[0]
+    turns = pd.read_csv(folder / "turns.csv", keep_default_na=False)
+    turns = turns[turns.role == "user"]
+    cmd = folder / "run.cmd"
+    command = cmd.read_text("utf-8").strip() if cmd.exists() else "(command not recorded)"
+    return "\n".join([
+        f"## {title}", "", "```bash", command, "```", "",
+        f"Files: `{(folder / 'summary.csv').as_posix()}`, `{(folder / 'turns.csv').as_posix()}`, "
+        f"`{(folder / 'errors.txt').as_posix()}`.", "",
+        _table(["measure", "value"], [[k, str(v) or "–"] for k, v in summary.items()]), "",
+        _table(["turn", "text", "seconds", "events", "outcome"],
+               [[r.turn, r.text, f"{r.seconds:.1f}", r.events or "–", r.outcome] for r in turns.itertuples()]), ""])
+
+
+SECTION_KINDS = {"run": run_section, "options": options_section, "scale": scale_section, "model": model_section}
+
+
 def page(sections: Sequence[tuple[str, Path, str]], intro: str) -> str:
-    """The whole page: ``intro``, then each ``(kind, path, title)`` section (``run``, ``options`` or ``scale``)
-    in order."""
+    """The whole page: ``intro``, then each ``(kind, path, title)`` section (a kind of ``SECTION_KINDS``) in
+    order."""
     parts = [intro.strip(), ""]
     for kind, path, title in sections:
-        if not path.exists():
-            continue
-        if kind == "scale":
-            parts.append(scale_section(path, title))
-        else:
-            parts.append(run_section(path, title) if kind == "run" else options_section(path, title))
+        if path.exists():
+            parts.append(SECTION_KINDS[kind](path, title))
     return "\n".join(parts).rstrip() + "\n"
 
 

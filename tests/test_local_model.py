@@ -1,0 +1,71 @@
+"""The model path against a real model server: llama.cpp's OpenAI-compatible server (llama-cpp-python) serving
+SmolLM2-135M-Instruct, both from the ``local-llm`` extra, configured the way a user does (``MEMKIT_LLM_*``).
+
+A 135M model's facts are often wrong; these tests assert only what must hold with *any* model: every request
+bounded in time, every turn accounted for (a fact, nothing durable, given up, or waiting), nothing extracted
+twice, nothing lost when the server crashes and the client restarts. Faults a real server cannot be made to
+show (a reply cut mid-JSON, a 500 on the third call) stay with the fake server (tests/fake_openai.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from memkit import FactStore, Memory
+from memkit.config import Settings
+from memkit.eval.model_run import CONVERSATION, outcomes, play, written_twice
+from memkit.memory import EXTRACT_ATTEMPTS
+from memkit.server import LlamaServer, packaged_model
+from memkit.types import EventKind
+
+# requests one observe() may make, each bounded by the timeout: an extraction and its one retry, the llm
+# policy's plan, and a summary when the window folds
+REQUESTS_PER_TURN = 4
+
+
+@pytest.fixture(scope="module")
+def llama(tmp_path_factory: pytest.TempPathFactory):
+    server = LlamaServer(log=tmp_path_factory.mktemp("llama") / "server.log").start(timeout=300)
+    yield server
+    server.stop()
+
+
+def _memory(llama: LlamaServer, path, embedder) -> Memory:
+    # the shipped defaults with a model configured (LLM extractor and summarizer), the llm policy, and a small
+    # window so that the summarizer folds
+    return Memory.from_settings(Settings.from_env(llama.env()), store=FactStore.persistent(str(path), embedder),
+                                policy="llm", window_tokens=60)
+
+
+def test_the_packaged_model_is_found_without_importing_its_package():
+    assert packaged_model().suffix == ".gguf" and packaged_model().stat().st_size > 50_000_000
+
+
+def test_a_real_server_that_crashes_loses_no_turn_and_extracts_none_twice(llama, tmp_path, embedder):
+    settings = Settings.from_env(llama.env())
+    m = _memory(llama, tmp_path / "store", embedder)
+    runs = play(m, "u", "s", CONVERSATION[:6])  # Tuesday's first three user turns, with the server up
+    assert llama.requests() >= 3
+    bound = REQUESTS_PER_TURN * settings.timeout
+    assert max(r.seconds for r in runs) <= bound, [(r.turn_id, round(r.seconds, 1)) for r in runs]
+
+    llama.kill()  # SIGKILL: the server is gone mid-conversation
+    down = play(m, "u", "s", CONVERSATION[6:10], start=6)
+    for r in down:
+        if r.role == "user":  # the turn waits: an ERROR event that says so, and its record still marked
+            assert r.events == (EventKind.ERROR.value,), r
+    assert {t.id for _, t, _ in m.pending_turns} >= {r.turn_id for r in down if r.role == "user"}
+    m.close()  # the client stops too
+
+    llama.start(timeout=300)
+    m = _memory(llama, tmp_path / "store", embedder)  # a new client on the same records
+    for _ in range(EXTRACT_ATTEMPTS):  # a turn whose replies stay unusable is given up after its attempts
+        m.flush()
+    user_turns = [r.turn_id for r in runs + down if r.role == "user"]
+    account = outcomes(m, "u", user_turns)
+    assert set(account) == set(user_turns) and "pending" not in account.values(), account
+    assert m.pending_turns == [] and m.pending == []
+    assert written_twice(m, "u") == []
+    asked = llama.requests()
+    assert m.flush() == [] and llama.requests() == asked  # settled: nothing is asked again
+    m.close()
