@@ -61,12 +61,12 @@ class Settings:
                           timeout=self.timeout, max_retries=self.max_retries, max_tokens=self.max_tokens)
 
     def embedder(self) -> Any:
-        """The configured embedder: an OpenAI-compatible one, or offline MiniLM; behind the embedding cache
-        when ``MEMKIT_EMBED_CACHE`` names a file."""
-        from .embed import MiniLMEmbedder, OpenAIEmbedder
+        """The configured embedder: an OpenAI-compatible one, or the process's one offline MiniLM
+        (``embed.shared_embedder``); behind the embedding cache when ``MEMKIT_EMBED_CACHE`` names a file."""
+        from .embed import OpenAIEmbedder, shared_embedder
 
         if self.embed is None:
-            embedder: Any = MiniLMEmbedder()
+            embedder: Any = shared_embedder()
         else:
             embedder = OpenAIEmbedder(model=self.embed.model, base_url=self.embed.base_url,
                                       api_key_env=self.embed.api_key_env, dimension=self.embed_dimension,

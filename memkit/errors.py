@@ -44,11 +44,8 @@ class StorePathError(MemkitError, ValueError):
 
 
 class StoreUnavailable(MemkitError, ConnectionError):
-    """The Chroma backend could not be reached; ``pending`` holds what was not written."""
-
-    def __init__(self, message: str, pending: tuple = ()) -> None:
-        super().__init__(message)
-        self.pending = pending
+    """The store could not be reached. What waited to be written stays in the store's records for
+    ``Memory.flush()``."""
 
 
 class ModelUnavailable(MemkitError, ConnectionError):

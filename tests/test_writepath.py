@@ -110,7 +110,13 @@ def test_a_second_process_on_one_persistent_folder_is_refused(tmp_path, embedder
            "except Exception as e:\n    print(type(e).__name__, e)\n"
     out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.stdout.startswith("StoreLocked") and f"memkit serve {path}" in out.stdout
+    again = FactStore.persistent(str(path), embedder)  # this process may open it twice: closing one keeps the lock
     s.close()
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.stdout.startswith("StoreLocked")
+    again.close()  # the last one closed releases the folder to other processes
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0 and out.stdout == "", out.stdout + out.stderr[-2000:]
 
 
 WRITER = textwrap.dedent("""

@@ -55,6 +55,7 @@ class ChromaIndex:
         self.max_users = validate.positive_int("max_users", max_users)
         self._collections: OrderedDict[str, Any] = OrderedDict()  # an LRU of collection handles
         self._guard = threading.Lock()
+        self._folder: str | None = None  # a persistent folder this index holds the lock of (released by close())
 
     @classmethod
     def persistent(cls, path: str | Path, embedder: Any, namespace: str, max_users: int = MAX_USERS) -> "ChromaIndex":
@@ -65,17 +66,23 @@ class ChromaIndex:
             raise StorePathError(f"{folder} is a file; FactStore.persistent needs a folder (it is created if missing)")
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            _lock_folder(folder)
+            locked = _lock_folder(folder)
         except PermissionError as e:
             raise StorePathError(f"cannot write to {folder} ({e.strerror}); choose a folder you can write to") from None
         except (NotADirectoryError, FileExistsError):
             parent = next((p for p in folder.parents if p.exists() and not p.is_dir()), folder.parent)
             raise StorePathError(f"{folder} lies under {parent}, which is a file; FactStore.persistent needs a "
                                  f"folder path") from None
-        _raise_open_file_limit()
-        with translated("persistent"), _hnsw_cache(max_users):  # one index per user
-            client = chromadb.PersistentClient(path=str(path))
-        return cls(client, embedder, namespace, "persistent", max_users)
+        try:
+            _raise_open_file_limit()
+            with translated("persistent"), _hnsw_cache(max_users):  # one index per user
+                client = chromadb.PersistentClient(path=str(path))
+            index = cls(client, embedder, namespace, "persistent", max_users)
+        except BaseException:
+            _unlock_folder(locked)
+            raise
+        index._folder = locked
+        return index
 
     @classmethod
     def http(cls, host: str, port: int, embedder: Any, namespace: str) -> "ChromaIndex":
@@ -99,12 +106,11 @@ class ChromaIndex:
         return f"{self.embedder.name()}:{getattr(self.embedder, 'model_id', '')}"
 
     # ---- items ---------------------------------------------------------------------------------
-    def put(self, owner: str, user_id: str, part: str, ids: Sequence[str], vectors: Sequence[Sequence[float]],
-            pending: tuple = ()) -> None:
+    def put(self, owner: str, user_id: str, part: str, ids: Sequence[str], vectors: Sequence[Sequence[float]]) -> None:
         col = self._open(owner, user_id, create=True)
         if not ids:
             return
-        with translated(self.backend, pending):
+        with translated(self.backend):
             # no documents: Chroma would index their words for a ``where_document`` memkit never asks, which
             # was half of an upsert's time (CHANGELOG.md, 0.2.0, "Bigger runs")
             col.upsert(ids=[f"{TAGS[part]}:{i}" for i in ids],
@@ -176,6 +182,8 @@ class ChromaIndex:
         closer = getattr(self.client, "close", None)
         if callable(closer) and self.backend == "persistent":
             closer()
+        folder, self._folder = self._folder, None
+        _unlock_folder(folder)
 
     # ---- collections ---------------------------------------------------------------------------
     def _open(self, owner: str, user_id: str, create: bool) -> Any:
@@ -254,18 +262,20 @@ class ChromaIndex:
         col.modify(metadata={k: v for k, v in col.metadata.items() if k != "moving"})
 
 
-_FOLDER_LOCKS: dict[str, int] = {}
+_FOLDER_LOCKS: dict[str, list[int]] = {}  # folder -> [the locked file's descriptor, this process's open stores]
 
 
-def _lock_folder(folder: Path) -> None:
-    """Hold a lock on ``folder`` for this process's lifetime; another process holding it: ``StoreLocked``."""
+def _lock_folder(folder: Path) -> str | None:
+    """Hold a lock on ``folder`` while a store of this process has it open (``_unlock_folder``); another
+    process holding it: ``StoreLocked``. Returns the key to unlock with (None: no lock on this platform)."""
     key = str(folder.resolve())
     if key in _FOLDER_LOCKS:
-        return  # this process already holds it (POSIX record locks belong to the process)
+        _FOLDER_LOCKS[key][1] += 1  # this process already holds it (POSIX record locks belong to the process)
+        return key
     try:
         import fcntl
     except ImportError:  # Windows: no advisory lock; Chroma's own file locks remain
-        return
+        return None
     fd = os.open(folder / ".memkit.lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -275,7 +285,19 @@ def _lock_folder(folder: Path) -> None:
             f"{folder} is open in another process. Chroma's embedded store is not safe across processes: run "
             f"`memkit serve {folder}` (Chroma's server with a bounded index cache) and open it from every process "
             f"with FactStore.http(host, port, records=<shared sqlite file>)") from None
-    _FOLDER_LOCKS[key] = fd
+    _FOLDER_LOCKS[key] = [fd, 1]
+    return key
+
+
+def _unlock_folder(key: str | None) -> None:
+    """One store of this process closed ``key``'s folder: the last one releases the lock (closing the file)."""
+    held = _FOLDER_LOCKS.get(key) if key is not None else None
+    if held is None:
+        return
+    held[1] -= 1
+    if held[1] == 0:
+        del _FOLDER_LOCKS[key]
+        os.close(held[0])
 
 
 @contextmanager
@@ -318,15 +340,15 @@ def _raise_open_file_limit() -> None:
 
 
 @contextmanager
-def translated(what: str, pending: tuple = ()) -> Iterator[None]:
-    """Turn a backend's connection failures into ``StoreUnavailable`` (carrying what was not written)."""
+def translated(what: str) -> Iterator[None]:
+    """Turn a backend's connection failures into ``StoreUnavailable``."""
     try:
         yield
     except MemkitError:
         raise
     except (httpx.TransportError, ConnectionError) as e:
-        raise StoreUnavailable(f"{what} is unreachable: {e}", pending) from e
+        raise StoreUnavailable(f"{what} is unreachable: {e}") from e
     except ValueError as e:
         if "Could not connect" in str(e):
-            raise StoreUnavailable(f"{what} is unreachable: {e}", pending) from e
+            raise StoreUnavailable(f"{what} is unreachable: {e}") from e
         raise

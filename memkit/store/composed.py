@@ -142,11 +142,9 @@ class FactStore:
     # ---- facts -------------------------------------------------------------------------------
     def upsert(self, user_id: str, facts: Sequence[Fact]) -> None:
         """Insert or replace ``facts`` (by id) for ``user_id``; every fact must belong to that user."""
-        owner = self._owner(user_id)
-        if not facts:
-            self.vectors.put(owner, user_id, "facts", [], [])
-            return
-        self.facts.change(owner, user_id, facts, [])
+        owner = self._owner(user_id)  # a user id is checked even when there is nothing to write
+        if facts:
+            self.facts.change(owner, user_id, facts, [])
 
     def get(self, user_id: str, ids: Sequence[str] | None = None, where: dict[str, Any] | None = None,
             include_superseded: bool = False) -> list[Fact]:

@@ -30,7 +30,7 @@ class FactIndex:
         vectors = self.embedder([f.text for f in facts]) if facts else []
         with self.unit():
             if facts:
-                self.vectors.put(owner, user_id, "facts", [f.id for f in facts], vectors, pending=tuple(facts))
+                self.vectors.put(owner, user_id, "facts", [f.id for f in facts], vectors)
             if ids:
                 self.vectors.remove(owner, user_id, "facts", ids)
             self.text.change(owner, "facts", [(f.id, f.text) for f in facts], ids)

@@ -73,8 +73,7 @@ class PgVectorIndex:
                 "index. To migrate, open the new embedder's store under another namespace "
                 "(FactStore.postgres(url, namespace='v2')) and call old.copy_user(user_id, new).")
 
-    def put(self, owner: str, user_id: str, part: str, ids: Sequence[str], vectors: Sequence[Sequence[float]],
-            pending: tuple = ()) -> None:
+    def put(self, owner: str, user_id: str, part: str, ids: Sequence[str], vectors: Sequence[Sequence[float]]) -> None:
         with self.db.transaction() as run:
             for item_id, vector in zip(ids, vectors):
                 run("INSERT INTO items (owner, part, id, vector) VALUES (?, ?, ?, ?::public.vector) "
