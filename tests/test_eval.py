@@ -170,10 +170,27 @@ def test_runner_compares_strategies_on_the_suite():
 
 
 def test_fact_precision_counts_facts_written_from_turns_that_should_change_nothing():
-    from memkit.eval.runner import fact_precision
+    from memkit.eval.metrics import fact_precision
 
     assert fact_precision({("ADD", "ADD"): 3, ("NOOP", "ADD"): 1, ("UPDATE", "ADD"): 2, ("ADD", "NOOP"): 5}) == 5 / 6
     assert math.isnan(fact_precision({("ADD", "NOOP"): 2}))
+
+
+def test_every_measure_is_declared_once_and_a_row_missing_one_is_an_error():
+    from memkit.eval.metrics import PROBE_MEASURES, RUN_MEASURES, with_columns
+    from memkit.eval.stats import METRICS
+
+    convs = load(SUITE)[:1]
+    results, summary, _ = run(convs, ["two-layer:keyed"], budget=400, per_turn_tokens=False)
+    names = [m.name for m in PROBE_MEASURES + RUN_MEASURES]
+    assert len(names) == len(set(names))
+    assert list(results.columns[5:]) == [m.name for m in PROBE_MEASURES if not m.judged]
+    assert {m.name for m in PROBE_MEASURES if m.aggregate and not m.judged} | {m.name for m in RUN_MEASURES} <= set(summary)
+    assert {f"{m}_ci_low" for m in METRICS} <= set(summary) and "evidence_recall" in METRICS
+    with pytest.raises(ValueError, match="stale"):
+        with_columns([{"a": 1, "stale": 0.0}, {"a": 2}], ["a", "stale"])
+    with pytest.raises(ValueError, match="extra"):
+        with_columns([{"a": 1, "extra": 0.0}], ["a"])
 
 
 def test_bench_cli_writes_files(tmp_path):

@@ -13,8 +13,6 @@ from .data import SUITES
 from .datasets import FORMATS
 from .defaults import DEFAULT_SIZES, DEFAULT_STRATEGIES, RECYCLE
 
-SHOWN = ["strategy", "budget", "evidence_recall", "session_recall_any", "session_recall_all", "answer_in_context", "judged_correct", "context_tokens", "repeated_lines", "tokens_per_turn", "stale",
-         "op_accuracy", "error_rate", "fact_precision", "duplicate_rate", "read_p50_ms", "read_p95_ms", "write_p50_ms", "write_p95_ms", "turns_per_s"]
 
 
 def _bench_store(where: str) -> str:
@@ -40,6 +38,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     from ..viz import recall_by_type, strategy_comparison, write_page
     from .datasets import describe, expand, guess_format, load
+    from .metrics import PROBE_MEASURES, RUN_MEASURES
     from .runner import run
 
     paths = args.data if isinstance(args.data, list) else [args.data]
@@ -124,7 +123,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
                                                  if k not in ("chat_model", "extractor", "summarizer")}}, indent=2))
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         # session-level recall only where the data names answer sessions (LongMemEval)
-        shown = [c for c in SHOWN if c in summary and not (c.startswith("session_") and summary[c].isna().all())]
+        shown = ["strategy", "budget", *(m.name for m in PROBE_MEASURES + RUN_MEASURES if m.shown and m.name in summary
+                                         and not (m.name.startswith("session_") and summary[m.name].isna().all()))]
         print(summary[summary["type"] == "all"][shown].round(3).to_string(index=False))
         print()
         print(recall_by_type(summary).to_string())

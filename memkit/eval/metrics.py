@@ -5,9 +5,11 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from typing import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
+import pandas as pd
 
 from ..types import Context, Event, EventKind, Fact
 from .data import Conversation
@@ -150,3 +152,109 @@ def duplicate_rate(facts: Sequence[Fact]) -> float:
 
 def percentile(values: Sequence[float], q: float) -> float:
     return float(np.percentile(values, q)) if len(values) else math.nan
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One column of a benchmark's tables, declared once: the runner, the summary, the console table of
+    ``memkit bench`` and the statistics all read ``PROBE_MEASURES`` and ``RUN_MEASURES``.
+
+    A probe measure is a column of ``results.csv``: ``probe(ctx, conv, probe)`` gives its value (None: the
+    runner fills it, a timing or the judge's), and ``aggregate`` how the summary takes it over probes (None:
+    not summarised). A run measure is a column of the summary per strategy and budget: ``run(RunStats)``.
+    ``shown``: in the console table; ``interval``: a bootstrap 95% interval in the summary (``stats.py``);
+    ``judged``: only in a run with a judge."""
+
+    name: str
+    probe: Callable[[Context, Conversation, Any], float] | None = None
+    aggregate: str | None = "mean"
+    run: Callable[["RunStats"], float] | None = None
+    shown: bool = True
+    interval: bool = False
+    judged: bool = False
+
+
+@dataclass(frozen=True)
+class RunStats:
+    """What one strategy's conversations at one budget left for the run measures."""
+
+    stats: Sequence[dict[str, Any]]  # the runner's per-conversation stats at this budget
+    confusion: dict[tuple[str, str], int]  # gold vs predicted operations, over every budget's conversations
+    keeps_facts: bool
+
+    @property
+    def writes(self) -> list[float]:
+        return [w for s in self.stats for w in s["write_ms"]]
+
+    @property
+    def reads(self) -> list[float]:
+        return [r for s in self.stats for r in s["read_ms"]]
+
+    @property
+    def has_ops(self) -> bool:
+        """Whether there are user turns with gold operations, from a strategy that keeps facts."""
+        return bool(sum(self.confusion.values())) and self.keeps_facts
+
+    def of_turns(self, predicted: Callable[[str, str], bool]) -> float:
+        """The share of user turns whose (gold, predicted) operation ``predicted`` accepts; NaN without any."""
+        if not self.has_ops:
+            return math.nan
+        return sum(n for (g, p), n in self.confusion.items() if predicted(g, p)) / sum(self.confusion.values())
+
+
+def _mean(values: Iterable[float]) -> float:
+    kept = [v for v in values if not math.isnan(v)]
+    return float(np.mean(kept)) if kept else math.nan
+
+
+def fact_precision(confusion: dict[tuple[str, str], int]) -> float:
+    """Of the user turns the strategy wrote a fact from (ADD, UPDATE or DELETE), the share whose gold operation
+    is a write too: a turn that should change nothing but stored a fact (chat taken for a fact) counts
+    against it. NaN when nothing was written."""
+    writes = {"ADD", "UPDATE", "DELETE"}
+    wrote = sum(n for (_, p), n in confusion.items() if p in writes)
+    return sum(n for (g, p), n in confusion.items() if p in writes and g in writes) / wrote if wrote else math.nan
+
+
+PROBE_MEASURES = (
+    Measure("evidence_recall", lambda ctx, conv, p: evidence_recall(ctx, conv, p.evidence), interval=True),
+    Measure("answer_in_context", lambda ctx, conv, p: answer_in_context(ctx, p.answer)
+            if p.type != "abstention" else math.nan, interval=True),
+    Measure("context_tokens", lambda ctx, conv, p: ctx.tokens),
+    Measure("stale", lambda ctx, conv, p: stale(ctx, p.answer, p.old_answer)),
+    Measure("repeated_lines", lambda ctx, conv, p: repeated_lines(ctx)),
+    # shown when a data set names answer sessions (the console drops a column with no value)
+    Measure("session_recall_any", lambda ctx, conv, p: session_recall(ctx, conv, p.sessions)[0]),
+    Measure("session_recall_all", lambda ctx, conv, p: session_recall(ctx, conv, p.sessions)[1]),
+    Measure("read_ms", aggregate=None, shown=False),  # the runner times the read
+    Measure("judged_correct", judged=True),  # eval.judge
+    Measure("judged_answer", aggregate=None, shown=False, judged=True),
+)
+RUN_MEASURES = (
+    Measure("tokens_per_turn", run=lambda r: _mean(s["tokens_per_turn"] for s in r.stats)),
+    Measure("op_accuracy", run=lambda r: r.of_turns(lambda g, p: g == p)),
+    # the share of user turns whose extraction or planning failed and wrote nothing
+    Measure("error_rate", run=lambda r: r.of_turns(lambda g, p: p == "ERROR")),
+    Measure("fact_precision", run=lambda r: fact_precision(r.confusion) if r.has_ops else math.nan),
+    Measure("duplicate_rate", run=lambda r: _mean(s["duplicate_rate"] for s in r.stats) if r.keeps_facts else math.nan),
+    Measure("turns_per_s", run=lambda r: sum(s["turns"] for s in r.stats)
+            / max(sum(s["write_total_ms"] for s in r.stats) / 1000, 1e-9)),
+    Measure("read_p50_ms", run=lambda r: percentile(r.reads, 50)),
+    Measure("read_p95_ms", run=lambda r: percentile(r.reads, 95)),
+    Measure("write_p50_ms", run=lambda r: percentile(r.writes, 50)),
+    Measure("write_p95_ms", run=lambda r: percentile(r.writes, 95)),
+)
+
+
+def probe_columns(judged: bool) -> list[str]:
+    """The measure columns of ``results.csv``, in order (the judge's only in a judged run)."""
+    return [m.name for m in PROBE_MEASURES if judged or not m.judged]
+
+
+def with_columns(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
+    """``rows`` as a frame of exactly ``columns``: a row without one of them, or with one more, is an error
+    (``pd.DataFrame(rows, columns=...)`` would drop or leave empty a column silently)."""
+    for row in rows:
+        if set(row) != set(columns):
+            raise ValueError(f"a row's columns {sorted(set(row) ^ set(columns))} differ from the declared ones")
+    return pd.DataFrame(list(rows), columns=list(columns))

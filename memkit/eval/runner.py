@@ -21,8 +21,8 @@ from ..types import reproducible_ids
 from .data import Conversation, timestamp
 from .execution import RECYCLE
 from .judge import judge
-from .metrics import (OPS, answer_in_context, duplicate_rate, evidence_recall, percentile, repeated_lines,
-                      session_recall, stale, turn_op)
+from .metrics import (OPS, PROBE_MEASURES, RUN_MEASURES, RunStats, duplicate_rate, probe_columns,
+                      turn_op, with_columns)
 from .stats import with_intervals
 
 from .defaults import DEFAULT_STRATEGIES  # noqa: E402
@@ -77,11 +77,8 @@ def _run_conversation(conv: Conversation, strategy: str, budgets: list[int], k: 
                 ctx = s.context(f"probe:{p.id}", p.question, b, now=p.time)
                 reads.append((time.perf_counter() - start) * 1000)
                 row = {"conversation": conv.id, "strategy": strategy, "budget": b, "probe": p.id, "type": p.type,
-                       "evidence_recall": evidence_recall(ctx, conv, p.evidence),
-                       "answer_in_context": answer_in_context(ctx, p.answer) if p.type != "abstention" else math.nan,
-                       "context_tokens": ctx.tokens, "stale": stale(ctx, p.answer, p.old_answer),
-                       "repeated_lines": repeated_lines(ctx), "read_ms": reads[-1]}
-                row["session_recall_any"], row["session_recall_all"] = session_recall(ctx, conv, p.sessions)
+                       **{m.name: m.probe(ctx, conv, p) for m in PROBE_MEASURES if m.probe is not None},
+                       "read_ms": reads[-1]}
                 if judge_model is not None:
                     row["judged_correct"], row["judged_answer"] = judge(judge_model, ctx, p.question, p.answer)
                 rows.append(row)
@@ -150,10 +147,11 @@ def run(conversations: Sequence[Conversation], strategies: Iterable[str] = DEFAU
                     memory_options.get("passage_tokens", PASSAGE_TOKENS), recycle)
     rows = [r for result in done for r in result[0]]
     stats = [s for result in done for s in result[1]]
-    columns = ["conversation", "strategy", "budget", "probe", "type", "evidence_recall", "answer_in_context",
-               "context_tokens", "stale", "repeated_lines", "session_recall_any", "session_recall_all", "read_ms"] + (["judged_correct", "judged_answer"] if judge_model else [])
-    results = pd.DataFrame(rows, columns=columns)
+    results = with_columns(rows, [*KEYS, *probe_columns(judge_model is not None)])
     return results, summarise(results, stats, strategies), confusion_table(stats)
+
+
+KEYS = ("conversation", "strategy", "budget", "probe", "type")  # what a row of results.csv is about
 
 
 def scoped(conv: Conversation, strategy: str) -> Conversation:
@@ -164,10 +162,9 @@ def scoped(conv: Conversation, strategy: str) -> Conversation:
 def summarise(results: pd.DataFrame, stats: list[dict[str, Any]], strategies: Sequence[str]) -> pd.DataFrame:
     """One row per strategy, budget and probe type, plus an ``all`` row per strategy and budget with the
     run-level columns; evidence recall and answer-in-context carry bootstrap 95% intervals (``stats.py``)."""
-    metrics = {"evidence_recall": "mean", "answer_in_context": "mean", "context_tokens": "mean", "stale": "mean",
-               "repeated_lines": "mean", "session_recall_any": "mean", "session_recall_all": "mean", "probe": "count"}
-    if "judged_correct" in results:
-        metrics["judged_correct"] = "mean"
+    metrics = {m.name: m.aggregate for m in PROBE_MEASURES if m.aggregate and not m.judged}
+    metrics["probe"] = "count"
+    metrics |= {m.name: m.aggregate for m in PROBE_MEASURES if m.aggregate and m.judged and m.name in results}
     keys = ["strategy", "budget"]
     by_type = results.groupby(keys + ["type"]).agg(metrics).rename(columns={"probe": "probes"}).reset_index()
     overall = results.groupby(keys).agg(metrics).rename(columns={"probe": "probes"}).reset_index()
@@ -176,47 +173,19 @@ def summarise(results: pd.DataFrame, stats: list[dict[str, Any]], strategies: Se
     for name in strategies:
         for b in sorted({s["budget"] for s in stats if s["strategy"] == name}):
             st = [s for s in stats if s["strategy"] == name and s["budget"] == b]
-            facts = st[0]["keeps_facts"]
-            writes = [w for s in st for w in s["write_ms"]]
-            reads = [r for s in st for r in s["read_ms"]]
             conf: dict[tuple[str, str], int] = {}
             for s in [s for s in stats if s["strategy"] == name]:
                 for key, n in s["confusion"].items():
                     conf[key] = conf.get(key, 0) + n
-            total = sum(conf.values())
-            per_turn = [s["tokens_per_turn"] for s in st if not math.isnan(s["tokens_per_turn"])]
-            extra.append({"strategy": name, "budget": b, "tokens_per_turn": float(np.mean(per_turn)) if per_turn else math.nan,
-                          "op_accuracy": sum(n for (g, p), n in conf.items() if g == p) / total
-                          if total and facts else math.nan,
-                          # the share of user turns whose extraction or planning failed and wrote nothing
-                          "error_rate": sum(n for (_, p), n in conf.items() if p == "ERROR") / total
-                          if total and facts else math.nan,
-                          "fact_precision": fact_precision(conf) if total and facts else math.nan,
-                          "duplicate_rate": _mean([s["duplicate_rate"] for s in st]) if facts else math.nan,
-                          "turns_per_s": sum(s["turns"] for s in st) / max(sum(s["write_total_ms"] for s in st) / 1000, 1e-9),
-                          "read_p50_ms": percentile(reads, 50), "read_p95_ms": percentile(reads, 95),
-                          "write_p50_ms": percentile(writes, 50), "write_p95_ms": percentile(writes, 95)})
-    overall = overall.merge(pd.DataFrame(extra), on=keys, how="left")
+            run_stats = RunStats(st, conf, st[0]["keeps_facts"])
+            extra.append({"strategy": name, "budget": b, **{m.name: m.run(run_stats) for m in RUN_MEASURES}})
+    overall = overall.merge(with_columns(extra, [*keys, *(m.name for m in RUN_MEASURES)]), on=keys, how="left")
     out = pd.concat([overall, by_type], ignore_index=True)
     order = {n: i for i, n in enumerate(strategies)}
     out["_o"] = out["strategy"].map(order)
     out["_t"] = out["type"].map(lambda t: "" if t == "all" else t)
     out = out.sort_values(["_o", "budget", "_t"]).drop(columns=["_o", "_t"]).reset_index(drop=True)
     return with_intervals(out, results)
-
-
-def fact_precision(confusion: dict[tuple[str, str], int]) -> float:
-    """Of the user turns the strategy wrote a fact from (ADD, UPDATE or DELETE), the share whose gold operation
-    is a write too: a turn that should change nothing but stored a fact (chat taken for a fact) counts
-    against it. NaN when nothing was written."""
-    writes = {"ADD", "UPDATE", "DELETE"}
-    wrote = sum(n for (_, p), n in confusion.items() if p in writes)
-    return sum(n for (g, p), n in confusion.items() if p in writes and g in writes) / wrote if wrote else math.nan
-
-
-def _mean(values: Sequence[float]) -> float:
-    kept = [v for v in values if not math.isnan(v)]
-    return float(np.mean(kept)) if kept else math.nan
 
 
 def confusion_table(stats: list[dict[str, Any]]) -> pd.DataFrame:
@@ -232,4 +201,4 @@ def confusion_table(stats: list[dict[str, Any]]) -> pd.DataFrame:
     return df.groupby(["strategy", "gold", "predicted"], as_index=False)["turns"].sum()
 
 
-__all__ = ["DEFAULT_STRATEGIES", "OPS", "confusion_table", "fact_precision", "run", "run_conversation", "scoped", "summarise"]
+__all__ = ["DEFAULT_STRATEGIES", "OPS", "confusion_table", "run", "run_conversation", "scoped", "summarise"]

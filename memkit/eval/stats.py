@@ -15,7 +15,9 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-METRICS = ("evidence_recall", "answer_in_context")
+from .metrics import PROBE_MEASURES
+
+METRICS = tuple(m.name for m in PROBE_MEASURES if m.interval)  # the measures with an interval and a paired test
 RESAMPLES = 2000
 SEED = 0
 
