@@ -38,6 +38,7 @@ SECTIONS = [
      "Baseline: BEAM 100K dev split before this version's read changes (at aeaa7b2, the loaders' commit)"),
     ("options", RESULTS / "options" / "realtalk-dev.csv", "Read options tried on the REALTALK dev split"),
     ("options", RESULTS / "options" / "beam-dev.csv", "Read options tried on the BEAM dev split"),
+    ("options", RESULTS / "options" / "beam-dev-weights.csv", "Channel weights tried on the BEAM dev split"),
     ("options", RESULTS / "options" / "realtalk-confirm.csv",
      "This version's read changes on the REALTALK confirm split (reported, never chosen on)"),
     ("options", RESULTS / "experiments" / "realtalk-dev.csv",

@@ -1,0 +1,1 @@
+python scripts/measure_recall_options.py --data ../shared/devdata/beam/100K --format beam --budget 400,1200 --jobs 2 --embed-cache /work/cache/embeddings.sqlite3 --name beam-dev-weights --out docs/results/options --only 'two-layer, lexical 1 : dense 0.5' --only 'two-layer, lexical 0.5 : dense 1'
