@@ -39,6 +39,10 @@ class StoreLocked(MemkitError, RuntimeError):
     """An on-disk store is open in another process (use a `chroma run` server for several processes)."""
 
 
+class StoreURLError(MemkitError, ValueError):
+    """A store URL of no known kind (``FactStore.from_url``), or with an option its store does not take."""
+
+
 class StorePathError(MemkitError, ValueError):
     """The path given for an on-disk store is a file or cannot be written."""
 

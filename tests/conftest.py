@@ -49,14 +49,14 @@ def open_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest, embedd
 
     ns = namespace or f"t{abs(hash(request.node.nodeid)) % 10**8}"
     if kind == "ephemeral":
-        return FactStore.ephemeral(embedder)
+        return FactStore.from_url("memory://", embedder)
     if kind == "persistent":
-        return FactStore.persistent(str(tmp_path / "chroma"), embedder, namespace=ns)
+        return FactStore.from_url(f"file://{tmp_path / 'chroma'}", embedder, namespace=ns)
     if kind == "postgres":  # the whole memory in PostgreSQL + pgvector
-        return FactStore.postgres(request.getfixturevalue("postgres_url"), embedder, namespace=ns)
+        return FactStore.from_url(request.getfixturevalue("postgres_url"), embedder, namespace=ns)
     server = request.getfixturevalue("chroma_server")
     log = request.getfixturevalue("postgres_url") if kind == "http+postgres" else None
-    return FactStore.http("127.0.0.1", server.port, embedder, namespace=ns, log=log)
+    return FactStore.from_url(f"chroma://127.0.0.1:{server.port}", embedder, namespace=ns, log=log)
 
 
 @pytest.fixture(params=BACKENDS)

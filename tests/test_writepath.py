@@ -254,6 +254,26 @@ def test_bad_store_paths_are_named(tmp_path):
         FactStore.persistent(str(ro / "store"))
 
 
+def test_a_store_url_opens_its_kind_and_a_wrong_one_is_named(tmp_path, embedder, chroma_server, postgres_url):
+    from memkit.errors import StoreURLError
+
+    urls = {"memory": "memory://", "persistent": f"file://{tmp_path / 'disk'}",
+            "http": f"chroma://127.0.0.1:{chroma_server.port}", "postgres": postgres_url}
+    for backend, url in urls.items():
+        store = FactStore.from_url(url, embedder, namespace=f"url{os.getpid()}")
+        store.upsert("u", [Fact("f1", "u", "User prefers metric units.", key="user.units", value="metric")])
+        assert [f.value for f in store.get("u")] == ["metric"], backend
+        store.close()
+    again = FactStore.from_url(urls["persistent"], embedder, namespace=f"url{os.getpid()}")
+    assert [f.value for f in again.get("u")] == ["metric"]  # the same folder, opened by its URL
+    again.close()
+    for bad in ("", "sqlite:///x.db", "chroma://host-without-port", "file://", "/a/path", 3):
+        with pytest.raises(StoreURLError, match="memory://"):
+            FactStore.from_url(bad, embedder)
+    with pytest.raises(StoreURLError, match="max_users"):
+        FactStore.from_url("memory://", embedder, max_users=3)  # an option of another kind of store
+
+
 def test_a_megabyte_turn_is_observed_and_folded_quickly(embedder):
     m = Memory(store=FactStore.ephemeral(embedder), window_tokens=50)
     text = " ".join(f"Sentence {i} talks about tea, trains and the garden." for i in range(20000))

@@ -16,12 +16,14 @@ from .defaults import DEFAULT_SIZES, DEFAULT_STRATEGIES, RECYCLE
 
 
 def _bench_store(where: str) -> str:
-    """The store a bench run writes to: in memory, or a fresh namespace (its own schema) of a PostgreSQL database."""
+    """The store a bench run writes to (a store URL, ``FactStore.from_url``): in memory, one per job, or a fresh
+    namespace (its own schema) of a PostgreSQL database that every worker shares."""
     from ..errors import ConfigError
+    from ..store.base import parse_store_url
 
-    if where == "ephemeral" or where.startswith(("postgresql://", "postgres://")):
-        return where
-    raise ConfigError(f"--store takes 'ephemeral' or a postgresql:// URL, got {where!r}")
+    if parse_store_url(where)[0] not in ("memory", "postgres"):
+        raise ConfigError(f"--store takes 'ephemeral' (memory://) or a postgresql:// URL, got {where!r}")
+    return where
 
 
 def _embed_cache(where: str) -> str | None:
@@ -38,6 +40,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     from ..viz import recall_by_type, strategy_comparison, write_page
     from .datasets import describe, expand, guess_format, load
+    from ..store.base import parse_store_url
     from .metrics import PROBE_MEASURES, RUN_MEASURES
     from .runner import run
 
@@ -116,7 +119,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     write_page(strategy_comparison(summary), out / "plot.html")
     (out / "run.json").write_text(json.dumps({"command": _command(getattr(args, "argv", [])), "data": paths if len(paths) > 1 else paths[0], "format": fmt, "conversations": len(convs),
                                               "strategies": strategies, "budget": budgets if len(budgets) > 1 else budgets[0], "k": args.k,
-                                              "store": "postgres" if store != "ephemeral" else store,
+                                              "store": "ephemeral" if parse_store_url(store)[0] == "memory" else "postgres",
                                               "jobs": args.jobs, "recycle": args.recycle, "scheduler": args.scheduler, "embed_cache": cache,
                                               "extractor": args.extractor, "summarizer": args.summarizer,
                                               **{k: v for k, v in options.items()

@@ -46,16 +46,14 @@ class StoreSpec:
             from ..embed_cache import cached
 
             embedder = cached(embedder, self.embed_cache)
-        if self.where == "ephemeral":
-            return FactStore.ephemeral(embedder)
-        if self.where.startswith(("postgresql://", "postgres://")):
-            return FactStore.postgres(self.where, embedder, namespace=self.namespace or "memkit")
-        raise ConfigError(f"a bench store is 'ephemeral' or a postgresql:// URL, got {self.where!r}")
+        return FactStore.from_url(self.where, embedder, namespace=self.namespace or "memkit")
 
     @property
     def shared(self) -> bool:
         """Whether jobs share one store (a PostgreSQL schema) rather than open one each (in memory)."""
-        return self.where != "ephemeral"
+        from ..store.base import parse_store_url
+
+        return parse_store_url(self.where)[0] != "memory"
 
 
 _STORES: dict[StoreSpec, Any] = {}  # per worker process: its connection to each shared store, kept for the run

@@ -102,11 +102,11 @@ def _timed(calls: Sequence[tuple[list[float], Callable[[], Any]]], rng: random.R
 
 def _open(backend: str, folder: Path, max_users: int, server: str | None) -> FactStore:
     if backend == "postgres":
-        return FactStore.postgres(server, PooledEmbedder(), namespace="scale")
+        return FactStore.from_url(server, PooledEmbedder(), namespace="scale")
     if backend == "http":
-        host, port = server.rsplit(":", 1)
-        return FactStore.http(host, int(port), PooledEmbedder(), namespace="scale", records=folder / "records.sqlite3")
-    return FactStore.persistent(str(folder), PooledEmbedder(), namespace="scale", max_users=max_users)
+        return FactStore.from_url(f"chroma://{server}", PooledEmbedder(), namespace="scale",
+                                  records=folder / "records.sqlite3")
+    return FactStore.from_url(f"file://{folder}", PooledEmbedder(), namespace="scale", max_users=max_users)
 
 
 def measure(users: int, items_per_user: int, backend: str = "persistent", queries: int = 200,

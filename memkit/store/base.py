@@ -10,7 +10,7 @@ import json
 from typing import Any, Callable, Iterable, Protocol, Sequence, TypeVar
 
 from .. import passages, validate
-from ..errors import IsolationError
+from ..errors import IsolationError, StoreURLError
 from ..types import Episode, Fact
 
 T = TypeVar("T")
@@ -162,3 +162,25 @@ class TextIndex(Protocol):
     def drop(self, owner: str, parts: Sequence[str]) -> None: ...
 
     def close(self) -> None: ...
+
+
+STORE_URLS = ("memory://", "file://PATH", "chroma://HOST:PORT", "postgresql://...")
+
+
+def parse_store_url(url: str) -> tuple[str, str]:
+    """``(kind, where)`` of a store URL (``FactStore.from_url``): ``("memory", "")``, ``("file", PATH)``,
+    ``("chroma", "HOST:PORT")`` or ``("postgres", URL)``; ``ephemeral`` is ``memory://``. ``StoreURLError``
+    names the kinds when ``url`` is none of them."""
+    if not isinstance(url, str):
+        raise StoreURLError(f"a store URL is a string such as {', '.join(STORE_URLS)}; got {url!r}")
+    if url in ("ephemeral", "memory://", "memory:"):
+        return "memory", ""
+    if url.startswith("file://") and url[len("file://"):]:
+        return "file", url[len("file://"):]
+    if url.startswith("chroma://"):
+        host, _, port = url[len("chroma://"):].rpartition(":")
+        if host and port.isdigit():
+            return "chroma", f"{host}:{port}"
+    if url.startswith(("postgresql://", "postgres://")):
+        return "postgres", url
+    raise StoreURLError(f"{url!r} is not a store URL; use one of {', '.join(STORE_URLS)}")

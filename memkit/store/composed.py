@@ -9,6 +9,7 @@ event log, where ``as_of`` and ``get(include_superseded=True)`` find them. There
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import shutil
 import threading
@@ -19,10 +20,10 @@ from typing import Any, Iterator, Sequence
 
 from .. import embed as _embed
 from .. import validate
-from ..errors import ConfigError, IsolationError, StoreClosed, StoreUnavailable
+from ..errors import ConfigError, IsolationError, StoreClosed, StoreUnavailable, StoreURLError
 from ..types import Episode, Event, Fact, Hit, fold
 from .base import (BULK_SIZE, DEFAULT_FLOOR, EMBED_BATCH, IMPORTANCE_WEIGHT, PARTS, SIMILARITY_WEIGHT, TextIndex,
-                   VectorIndex, check_parts, check_where, episode_items, matches, owner_of)
+                   VectorIndex, check_parts, check_where, episode_items, matches, owner_of, parse_store_url)
 from . import backends
 from .chroma import MAX_USERS
 from .episodes import EpisodeArchive
@@ -112,6 +113,24 @@ class FactStore:
         words in PostgreSQL's full-text search, the records, the event log, the profile and a per-user advisory
         lock. Every app process on every machine opens the same ``url``; no routing by user."""
         return cls(**backends.postgres(url, embedder or _embed.shared_embedder(), namespace))
+
+    @classmethod
+    def from_url(cls, url: str, embedder: Any = None, namespace: str = "memkit", **options: Any) -> "FactStore":
+        """The store a URL names, the one way the command line, the benchmarks and the tests choose one:
+        ``memory://`` (``ephemeral``), ``file://PATH`` (``persistent``), ``chroma://HOST:PORT`` (``http``),
+        ``postgresql://...`` (``postgres``). ``options`` go to that constructor (``max_users``, ``records``,
+        ``log``); ``StoreURLError`` names a URL of no such kind."""
+        kind, where = parse_store_url(url)
+        make = {"memory": cls.ephemeral, "file": cls.persistent, "chroma": cls.http, "postgres": cls.postgres}[kind]
+        unknown = set(options) - set(inspect.signature(make).parameters)
+        if unknown:
+            raise StoreURLError(f"{url!r}: a {kind} store takes no {', '.join(sorted(unknown))}")
+        if kind == "memory":
+            return cls.ephemeral(embedder, **options)
+        if kind == "chroma":
+            host, _, port = where.rpartition(":")
+            return cls.http(host, int(port), embedder, namespace, **options)
+        return make(where, embedder, namespace, **options)
 
     # ---- owners ---------------------------------------------------------------------------------
     def owner(self, user_id: str) -> str:
