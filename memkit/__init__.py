@@ -10,7 +10,7 @@ _EXPORTS = {  # name -> the module that defines it, imported on first use (PEP 5
     **dict.fromkeys(('Settings',), "config"),
     **dict.fromkeys(('EpisodicBuffer', 'SessionStore'), "episodic"),
     **dict.fromkeys(('CachedEmbedder', 'EmbeddingCache'), "embed_cache"),
-    **dict.fromkeys(('CacheUnavailable', 'ConfigError', 'DatasetError', 'DimensionMismatch', 'ExtractionError', 'InvalidArgument', 'InvalidContent', 'IsolationError', 'MemkitError', 'MissingSessionId', 'MissingUserId', 'ModelUnavailable', 'StoreClosed', 'StoreLocked', 'StorePathError', 'StoreUnavailable'), "errors"),
+    **dict.fromkeys(('CacheUnavailable', 'ConfigError', 'DatasetError', 'DimensionMismatch', 'EmbedderMismatch', 'ExtractionError', 'InvalidArgument', 'InvalidContent', 'IsolationError', 'MemkitError', 'MissingSessionId', 'MissingUserId', 'ModelUnavailable', 'StoreClosed', 'StoreLocked', 'StorePathError', 'StoreUnavailable'), "errors"),
     **dict.fromkeys(('EXTRACTION_PROMPT', 'Extractor', 'LLMExtractor'), "extract"),
     **dict.fromkeys(('FactStore',), "store"),
     **dict.fromkeys(('ChatModel', 'OpenAIChat', 'parse_json'), "llm"),
@@ -31,7 +31,8 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors
     from .config import Settings
     from .episodic import EpisodicBuffer, SessionStore
     from .embed_cache import CachedEmbedder, EmbeddingCache
-    from .errors import (CacheUnavailable, ConfigError, DatasetError, DimensionMismatch, ExtractionError, InvalidArgument, InvalidContent,
+    from .errors import (CacheUnavailable, ConfigError, DatasetError, DimensionMismatch, EmbedderMismatch, ExtractionError, InvalidArgument,
+                         InvalidContent,
                          IsolationError, MemkitError, MissingSessionId, MissingUserId, ModelUnavailable, StoreClosed,
                          StoreLocked, StorePathError, StoreUnavailable)
     from .extract import EXTRACTION_PROMPT, Extractor, LLMExtractor
@@ -48,7 +49,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors
 __version__ = "0.2.0"
 __all__ = [
     "AppendPolicy", "CacheUnavailable", "CachedEmbedder", "Candidate", "ChatModel", "ConfigError", "Context", "DatasetError", "DimensionMismatch",
-    "EXTRACTION_PROMPT", "EmbeddingCache", "Episode", "EpisodicBuffer", "Event", "EventKind", "ExtractionError", "ExtractiveSummarizer",
+    "EXTRACTION_PROMPT", "EmbedderMismatch", "EmbeddingCache", "Episode", "EpisodicBuffer", "Event", "EventKind", "ExtractionError", "ExtractiveSummarizer",
     "Extractor", "Fact", "FactStore", "Hit", "InvalidArgument", "InvalidContent", "IsolationError", "KeyedPolicy",
     "LLMExtractor", "LLMPolicy", "LLMSummarizer", "MemkitError", "Memory", "MissingSessionId", "MissingUserId",
     "ModelUnavailable", "OpenAIChat", "POLICIES", "Part", "Policy", "RecallOptions", "Recalled", "RuleExtractor",

@@ -10,6 +10,7 @@ anywhere memkit is installed. Import this module before ``get_collection`` (``me
 from __future__ import annotations
 
 import threading
+import json
 from functools import lru_cache
 from importlib import resources
 from typing import Any, Sequence
@@ -239,6 +240,15 @@ def shared_embedder() -> MiniLMEmbedder:
         if not _SHARED:
             _SHARED.append(MiniLMEmbedder())
         return _SHARED[0]
+
+
+def identity(embedder: Any) -> str:
+    """What makes two embedders give the same vectors: name, model, dimension, window and the config options
+    that change vectors (batch size and threads do not). One identity for the embedding cache's keys, a Chroma
+    collection and the pgvector index: a store written by one embedder refuses another (``EmbedderMismatch``)."""
+    config = {k: v for k, v in (embedder.get_config() or {}).items() if k not in ("batch_size", "threads")}
+    return json.dumps([embedder.name(), getattr(embedder, "model_id", ""), getattr(embedder, "dimension", None),
+                       getattr(embedder, "max_tokens", None), config], sort_keys=True)
 
 
 def embedder_dimension(embedder: EmbeddingFunction) -> int:

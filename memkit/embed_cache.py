@@ -11,7 +11,6 @@ reported once (``CacheUnavailable`` as a warning) and bypassed, never a reason f
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import sqlite3
 import threading
@@ -23,6 +22,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from .embed import identity
 from .errors import CacheUnavailable
 from .store.sql import connect_sqlite
 
@@ -40,14 +40,6 @@ def default_path() -> Path:
     """``$MEMKIT_CACHE_DIR`` or ``$XDG_CACHE_HOME/memkit`` (``~/.cache/memkit``), file ``embeddings.sqlite3``."""
     base = os.environ.get("MEMKIT_CACHE_DIR") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "memkit"
     return Path(base) / "embeddings.sqlite3"
-
-
-def identity(embedder: Any) -> str:
-    """What makes two embedders give the same vectors: name, model, dimension, window and the config options
-    that change vectors (batch size and threads do not)."""
-    config = {k: v for k, v in (embedder.get_config() or {}).items() if k not in ("batch_size", "threads")}
-    return json.dumps([embedder.name(), getattr(embedder, "model_id", ""), getattr(embedder, "dimension", None),
-                       getattr(embedder, "max_tokens", None), config], sort_keys=True)
 
 
 @contextmanager
@@ -244,4 +236,4 @@ def cached(embedder: Any, path: str | Path | None = None, max_items: int = MAX_I
     return CachedEmbedder(embedder, EmbeddingCache(path, max_items))
 
 
-__all__ = ["CachedEmbedder", "EmbeddingCache", "MAX_ITEMS", "cached", "default_path", "identity"]
+__all__ = ["CachedEmbedder", "EmbeddingCache", "MAX_ITEMS", "cached", "default_path"]

@@ -31,6 +31,11 @@ class DimensionMismatch(MemkitError):
     """The embedder's dimension differs from the one an existing collection was built with."""
 
 
+class EmbedderMismatch(DimensionMismatch):
+    """The embedder differs from the one an existing collection or index was built with (its model, or its
+    window), whatever the dimension: their vectors cannot be compared."""
+
+
 class StoreClosed(MemkitError, RuntimeError):
     """The fact store was closed; open a new one."""
 

@@ -4,6 +4,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from memkit.embed import MiniLMEmbedder
 
@@ -70,9 +71,7 @@ def test_a_text_gets_the_same_vector_alone_and_in_any_token_bounded_batch(embedd
 
 
 def test_a_wider_window_embeds_the_tail_the_default_cuts_and_is_part_of_the_identity():
-    import pytest
-
-    from memkit.embed_cache import identity
+    from memkit.embed import identity
     from memkit.errors import ConfigError
 
     head = " ".join(["the ferry to the island leaves at seven"] * 40)  # about 320 tokens
@@ -86,12 +85,33 @@ def test_a_wider_window_embeds_the_tail_the_default_cuts_and_is_part_of_the_iden
     cfg = wide.get_config()
     assert MiniLMEmbedder.build_from_config(cfg).max_tokens == 512 and "max_tokens" not in narrow.get_config()
     assert identity(narrow) != identity(wide)
+    assert identity(narrow) == identity(MiniLMEmbedder(batch_size=8))  # the batch changes no vector
     for bad in (0, 513, "512"):
         with pytest.raises(ConfigError):
             MiniLMEmbedder(max_tokens=bad)
     for bad in (0, -1, "32"):  # a batch holds at least one text
         with pytest.raises(ConfigError):
             MiniLMEmbedder(batch_size=bad)
+
+
+@pytest.mark.parametrize("kind", ["persistent", "postgres"])
+def test_a_store_written_by_one_window_refuses_another(kind, tmp_path, request):
+    from memkit import EmbedderMismatch, FactStore, Fact
+
+    url = f"file://{tmp_path / 'store'}" if kind == "persistent" else request.getfixturevalue("postgres_url")
+    ns = f"window{abs(hash(request.node.nodeid)) % 10**6}"
+    store = FactStore.from_url(url, MiniLMEmbedder(), namespace=ns)
+    store.upsert("u", [Fact("f1", "u", "User prefers metric units.")])
+    store.close()
+    with pytest.raises(EmbedderMismatch, match="another window"):  # same model and dimension, other vectors
+        wrong = FactStore.from_url(url, MiniLMEmbedder(max_tokens=512), namespace=ns)
+        try:
+            wrong.search("u", "which units?")
+        finally:
+            wrong.close()
+    again = FactStore.from_url(url, MiniLMEmbedder(batch_size=8), namespace=ns)  # the same vectors: it opens
+    assert [h.fact.id for h in again.search("u", "which units?")] == ["f1"]
+    again.close()
 
 
 def test_batches_hold_every_text_once_within_the_bounds_and_cost_less_than_filling_each_in_turn():

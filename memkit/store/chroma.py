@@ -25,7 +25,7 @@ from chromadb.errors import NotFoundError
 
 from .. import embed as _embed  # registers memkit's embedders before any get_collection
 from .. import validate
-from ..errors import DimensionMismatch, IsolationError, MemkitError, StoreLocked, StorePathError, StoreUnavailable
+from ..errors import DimensionMismatch, EmbedderMismatch, IsolationError, MemkitError, StoreLocked, StorePathError, StoreUnavailable
 from .base import past_ties
 
 # Users whose index stays loaded in an embedded store (one HNSW index each); the least recently used are
@@ -52,6 +52,7 @@ class ChromaIndex:
     def __init__(self, client: Any, embedder: Any, namespace: str, backend: str, max_users: int = MAX_USERS) -> None:
         self.client, self.embedder, self.namespace, self.backend = client, embedder, namespace, backend
         self.dimension = _embed.embedder_dimension(embedder)
+        self.identity = _embed.identity(self.collection_embedder)  # kept on each collection, checked on reopening
         self.max_users = validate.positive_int("max_users", max_users)
         self._collections: OrderedDict[str, Any] = OrderedDict()  # an LRU of collection handles
         self._guard = threading.Lock()
@@ -193,7 +194,7 @@ class ChromaIndex:
             if name in self._collections:
                 self._collections.move_to_end(name)
                 return self._collections[name]
-        meta = {"user_id": user_id, "dimension": self.dimension, "embedder": self.embedder_id()}
+        meta = {"user_id": user_id, "dimension": self.dimension, "embedder": self.embedder_id(), "identity": self.identity}
         with translated(self.backend):
             try:
                 col = self.client.get_collection(name)
@@ -220,6 +221,13 @@ class ChromaIndex:
                 "Embeddings of different models cannot share a collection. To migrate, open a store with the old "
                 "embedder and one with the new embedder under another namespace (FactStore(..., namespace='v2')) "
                 "and call old.copy_user(user_id, new), which re-embeds every fact and its history.")
+        # a collection made before memkit kept the identity has only the name and model (``embedder``) to go by
+        if vectors and meta.get("identity", self.identity) != self.identity:
+            raise EmbedderMismatch(
+                f"the facts of user {user_id!r} were embedded by {meta['identity']}, but this store's embedder is "
+                f"{self.identity} (another model, or another window: their vectors cannot be compared). Open the "
+                "store with the embedder it was written with; to move, copy_user(user_id, new) into a store of the "
+                "new embedder under another namespace.")
 
     # ---- the one migration: a collection per part -> one collection per user, run when a store opens ----
     def migrate(self) -> int:
@@ -241,7 +249,8 @@ class ChromaIndex:
         legacy = {p: self.client.get_collection(c.name, embedding_function=None) for p, c in cols.items() if p != "user"}
         for part, old in legacy.items():  # checked before anything is made: a refused move changes nothing
             self._check(user_id, old, vectors=part in TAGS)
-        meta = {"user_id": user_id, "dimension": self.dimension, "embedder": self.embedder_id(), "moving": True}
+        meta = {"user_id": user_id, "dimension": self.dimension, "embedder": self.embedder_id(), "identity": self.identity,
+                "moving": True}
         col = self.client.get_or_create_collection(self.collection_name(owner), embedding_function=self.collection_embedder,
                                                    configuration={"hnsw": HNSW}, metadata=meta)
         self._check(user_id, col)

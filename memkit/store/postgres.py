@@ -16,7 +16,7 @@ import math
 from typing import Any, Iterable, Sequence
 
 from .. import embed as _embed
-from ..errors import DimensionMismatch
+from ..errors import DimensionMismatch, EmbedderMismatch
 from collections import Counter
 
 from .base import PARTS
@@ -61,7 +61,7 @@ class PgVectorIndex:
         self.db, self.embedder = db, embedder
         self.dimension = _embed.embedder_dimension(embedder)
         db.migrate("vectors", VECTOR_STEPS)
-        ident = f"{embedder.name()}:{getattr(embedder, 'model_id', '')}"
+        ident = _embed.identity(embedder)
         with db.transaction() as run:
             space = run("SELECT dimension, embedder FROM vector_space").fetchall()
             if not space:
@@ -72,6 +72,12 @@ class PgVectorIndex:
                 f"store's embedder {ident} gives {self.dimension}. Embeddings of different models cannot share an "
                 "index. To migrate, open the new embedder's store under another namespace "
                 "(FactStore.postgres(url, namespace='v2')) and call old.copy_user(user_id, new).")
+        # a database made before memkit kept the identity holds "name:model" there, which cannot be compared
+        if space and space[0][1].startswith("[") and space[0][1] != ident:
+            raise EmbedderMismatch(
+                f"this database's vectors were embedded by {space[0][1]}, but this store's embedder is {ident} "
+                "(another model, or another window: their vectors cannot be compared). Open it with the embedder "
+                "it was written with; to move, copy_user(user_id, new) into a store under another namespace.")
 
     def put(self, owner: str, user_id: str, part: str, ids: Sequence[str], vectors: Sequence[Sequence[float]]) -> None:
         with self.db.transaction() as run:
