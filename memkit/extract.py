@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol, runtime_checkable
 
+from . import registry
 from .errors import ExtractionError
 from .llm import ChatModel, parse_json
 from .rules import RuleExtractor
@@ -109,6 +110,8 @@ class LLMExtractor:
     facts, every item bad) is asked for again ``retries`` times, the model seeing its reply and what was wrong
     with it; then ``ExtractionError``."""
 
+    needs_model = True  # built with the configured chat model (registry.needs_model)
+
     def __init__(self, model: ChatModel, prompt: str = EXTRACTION_PROMPT, retries: int = 1,
                  check_support: bool = True) -> None:
         self.model = model
@@ -139,5 +142,7 @@ class LLMExtractor:
             raise ExtractionError("; ".join(f"{c.text!r} {refused[id(c)]}" for c in cands), reply)
         return [c for c in cands if id(c) not in refused]
 
+
+registry.register("extractor", "llm", LLMExtractor)
 
 __all__ = ["EXTRACTION_PROMPT", "RETRY_PROMPT", "Extractor", "LLMExtractor", "RuleExtractor", "candidates_from_json"]

@@ -46,8 +46,8 @@ class Memory:
                  near_repeats: float = assemble.NEAR_REPEATS,
                  passages_per_turn: int = assemble.PASSAGES_PER_TURN,
                  diversity: float = assemble.DIVERSITY) -> None:
-        if policy == "llm":
-            policy = registry.as_policy("llm", model=chat_model)  # ConfigError without a model
+        if isinstance(policy, str) and registry.needs_model("policy", policy):
+            policy = registry.as_policy(policy, model=chat_model)  # ConfigError without a model
         validate.positive_int("k", k)
         validate.positive_int("window_tokens", window_tokens)
         self._owns_store = store is None  # close() closes a store it made, never one it was given

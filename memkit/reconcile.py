@@ -9,12 +9,12 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Protocol, Sequence, runtime_checkable
 
+from . import registry
 from .errors import ConfigError, ExtractionError
 from .store import FactStore
 from .llm import parse_json
 from .types import Candidate, Event, EventKind, Fact, Hit, new_id, now
 
-POLICIES = ("similarity", "keyed", "llm", "append", "temporal")  # the built-in names; registry.names lists all
 SIMILARITY_THRESHOLD = 0.85
 DUPLICATE_THRESHOLD = 0.95
 
@@ -191,6 +191,7 @@ class LLMPolicy:
 
     name: ClassVar[str] = "llm"
     resolves_at_read: ClassVar[bool] = False
+    needs_model: ClassVar[bool] = True  # built with the configured chat model (registry.needs_model)
     model: Any = None
     fallback: str | None = "keyed"
 
@@ -201,9 +202,7 @@ class LLMPolicy:
         if self.fallback == self.name:
             raise ConfigError("the llm policy's fallback must be another policy (keyed, temporal, ...) or None")
         if self.fallback is not None:
-            from .registry import as_policy
-
-            as_policy(self.fallback)  # a misspelt name fails here, not at the first bad reply
+            registry.as_policy(self.fallback)  # a misspelt name fails here, not at the first bad reply
 
     def plan(self, facts: FactReader, user_id: str, cands: Sequence[Candidate], t: float) -> list[Event]:
         existing: dict[str, Fact] = {}
@@ -228,11 +227,9 @@ class LLMPolicy:
 
     def _fall_back(self, facts: FactReader, user_id: str, cands: Sequence[Candidate], t: float, why: str) -> list[Event]:
         """``cands`` planned by the fallback policy, each event's reason naming why and by which policy."""
-        from .registry import as_policy
-
         if not cands:
             return []
-        events = as_policy(self.fallback).plan(facts, user_id, cands, t)
+        events = registry.as_policy(self.fallback).plan(facts, user_id, cands, t)
         return [replace(x, reason=f"{why}; planned by {self.fallback}: {x.reason}") for x in events]
 
     def resolve(self, facts: Sequence[Fact]) -> list[Fact]:
@@ -280,17 +277,18 @@ def _llm_events(reply: str, existing: dict[str, Fact], ids: list[str], cands: Se
     return events, [c for j, c in enumerate(cands) if j not in seen]
 
 
-# registered by name in registry.py, the one lookup of policies
+# the built-in policies, registered by name (memkit/registry.py, the one lookup of policies)
 BUILT_IN = (SimilarityPolicy, KeyedPolicy, LLMPolicy, AppendPolicy, TemporalPolicy)
+POLICIES = tuple(p.name for p in BUILT_IN)  # their names; registry.names("policy") lists every registered one
+for _policy in BUILT_IN:
+    registry.register("policy", _policy.name, _policy)
 
 
 def plan(policy: "str | Policy", store: FactReader, user_id: str, cands: Sequence[Candidate], t: float | None = None,
          **options: Any) -> list[Event]:
     """Events that ``policy`` (an object, or a registered name with its options) would apply for ``cands``;
     nothing is written. The policy reads the facts through a ``FactsView``."""
-    from .registry import as_policy
-
-    return as_policy(policy, **options).plan(FactsView(store), user_id, list(cands), now() if t is None else t)
+    return registry.as_policy(policy, **options).plan(FactsView(store), user_id, list(cands), now() if t is None else t)
 
 
 def apply(store: FactStore, user_id: str, events: Sequence[Event]) -> None:

@@ -1,25 +1,49 @@
 """Components by name: the one lookup that turns ``("policy", "similarity", threshold=0.9)`` into an object.
 
-Built-in components register here the same way as a user's own (``register``), so "by name" and "by object"
-are one path: ``Memory(policy=name)``, the strategy ``two-layer:<name>``, the bench runner and the CLI all
-look names up here. An unknown name lists the known ones; a misspelt option is a ``ConfigError``. Embedders
-are not built per component: every store without one shares ``embed.shared_embedder()``.
+The registry is a leaf: it imports nothing of memkit but its errors. Built-in components register themselves
+through the same ``register`` a user calls, when their modules load; the first lookup loads those modules
+(``BUILT_IN``, imported by name, as simonw/llm loads its default plugins). So "by name" and "by object" are one
+path: ``Memory(policy=name)``, the strategy ``two-layer:<name>``, the bench runner and the CLI all look names
+up here. An unknown name lists the known ones; a misspelt option is a ``ConfigError``.
+
+Each registered class says what it is: ``name``; ``needs_model`` (True: it is built with the configured chat
+model, ``model=``); a strategy's ``budget_free`` and ``keeps_facts``. Embedders are not built per component:
+every store without one shares ``embed.shared_embedder()``.
 """
 
 from __future__ import annotations
 
+import importlib
 import inspect
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .errors import ConfigError
-from .extract import LLMExtractor
-from .reconcile import BUILT_IN, Policy
-from .rules import RuleExtractor
-from .summarize import ExtractiveSummarizer, LLMSummarizer
+
+if TYPE_CHECKING:
+    from .reconcile import Policy
 
 KINDS = ("policy", "extractor", "summarizer", "strategy")
-TWO_LAYER = "two-layer:"  # a strategy name of this prefix is two-layer memory under the policy it names
+# A strategy name of this prefix is two-layer memory under the policy it names: the factory registered under
+# the bare prefix, given ``policy=``
+TWO_LAYER = "two-layer:"
+# the modules whose components register themselves, loaded before the first lookup
+BUILT_IN = ("memkit.rules", "memkit.extract", "memkit.summarize", "memkit.reconcile", "memkit.strategies")
 _REGISTRY: dict[str, dict[str, Callable[..., Any]]] = {kind: {} for kind in KINDS}
+_loaded: list[bool] = []
+
+
+def _built_in() -> None:
+    if not _loaded:
+        _loaded.append(True)
+        for module in BUILT_IN:
+            importlib.import_module(module)
+
+
+def _kind(kind: str) -> dict[str, Callable[..., Any]]:
+    if kind not in _REGISTRY:
+        raise ConfigError(f"unknown component kind {kind!r}; choose one of {KINDS}")
+    _built_in()
+    return _REGISTRY[kind]
 
 
 def register(kind: str, name: str, factory: Callable[..., Any]) -> None:
@@ -32,64 +56,46 @@ def register(kind: str, name: str, factory: Callable[..., Any]) -> None:
 
 def names(kind: str) -> list[str]:
     """The registered names of one kind (strategies: one ``two-layer:<policy>`` per registered policy too)."""
-    if kind not in _REGISTRY:
-        raise ConfigError(f"unknown component kind {kind!r}; choose one of {KINDS}")
-    found = list(_REGISTRY[kind])
-    if kind == "strategy":
-        found += [TWO_LAYER + p for p in _REGISTRY["policy"]]
+    found = [n for n in _kind(kind) if n != TWO_LAYER]
+    if kind == "strategy" and TWO_LAYER in _REGISTRY["strategy"]:
+        found += [TWO_LAYER + p for p in _kind("policy")]
     return found
+
+
+def factory(kind: str, name: str) -> Callable[..., Any]:
+    """What ``name`` is registered as (a class, usually: its attributes say what it is)."""
+    found = _kind(kind).get(name)
+    if found is None and kind == "strategy" and name.startswith(TWO_LAYER) and name[len(TWO_LAYER):] in _kind("policy"):
+        found = _REGISTRY["strategy"].get(TWO_LAYER)
+    if found is None:
+        raise ConfigError(f"unknown {kind} {name!r}; choose one of {names(kind)}")
+    return found
+
+
+def needs_model(kind: str, name: str) -> bool:
+    """Whether ``name`` is built with a chat model (a ``two-layer:<policy>`` strategy: whether its policy is)."""
+    if kind == "strategy" and name.startswith(TWO_LAYER) and name not in _kind(kind):
+        return needs_model("policy", name[len(TWO_LAYER):])
+    return bool(getattr(factory(kind, name), "needs_model", False))
 
 
 def build(kind: str, name: str, **options: Any) -> Any:
     """A component of ``kind`` named ``name`` with typed ``options``."""
-    if kind not in _REGISTRY:
-        raise ConfigError(f"unknown component kind {kind!r}; choose one of {KINDS}")
-    factory = _REGISTRY[kind].get(name)
-    if factory is None and kind == "strategy" and name.startswith(TWO_LAYER) and name[len(TWO_LAYER):] in _REGISTRY["policy"]:
-        factory = _two_layer(name[len(TWO_LAYER):])
-    if factory is None:
-        raise ConfigError(f"unknown {kind} {name!r}; choose one of {names(kind)}")
-    params = inspect.signature(factory).parameters
+    make = factory(kind, name)
+    if kind == "strategy" and name.startswith(TWO_LAYER) and name not in _REGISTRY[kind]:
+        options = {**options, "policy": name[len(TWO_LAYER):]}
+    params = inspect.signature(make).parameters
     if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
         wrong = set(options) - set(params)
         if wrong:
             raise ConfigError(f"{kind} {name!r} takes {sorted(params) or 'no options'}, not {sorted(wrong)}")
-    return factory(**options)
+    return make(**options)
 
 
-def as_policy(policy: "str | Policy", **options: Any) -> Policy:
+def as_policy(policy: "str | Policy", **options: Any) -> "Policy":
     """A policy object: one given as is, or one built by its registered name with typed options."""
     if not isinstance(policy, str):
         if options:
             raise ConfigError("options go with a policy name, not with a policy object")
         return policy
     return build("policy", policy, **options)
-
-
-def _strategy(name: str) -> Callable[..., Any]:
-    def factory(user_id: str, budget: int = 1200, **options: Any) -> Any:
-        from .strategies import make
-
-        return make(name, user_id, budget, **options)
-
-    return factory
-
-
-def _two_layer(policy: str) -> Callable[..., Any]:
-    def factory(user_id: str, budget: int = 1200, store: Any = None, k: int = 5, **memory_options: Any) -> Any:
-        from .store import FactStore
-        from .strategies import TwoLayer
-
-        return TwoLayer(user_id, store or FactStore.ephemeral(), policy, k, **memory_options)
-
-    return factory
-
-
-for _policy in BUILT_IN:
-    register("policy", _policy.name, _policy)
-register("extractor", "rules", RuleExtractor)
-register("extractor", "llm", LLMExtractor)
-register("summarizer", "extractive", ExtractiveSummarizer)
-register("summarizer", "llm", LLMSummarizer)
-for _name in ("full", "window", "summary", "rag:bm25", "rag:dense", "rag:hybrid"):
-    register("strategy", _name, _strategy(_name))

@@ -12,6 +12,7 @@ import re
 from dataclasses import replace
 from typing import Callable, Iterator
 
+from . import registry
 from .types import Candidate
 
 LANGUAGES = {"python": "Python", "go": "Go", "golang": "Go", "rust": "Rust", "java": "Java",
@@ -380,3 +381,6 @@ class RuleExtractor:
             out.append(Candidate(no_longer(c.text), c.kind, c.key, f"no longer {c.value or c.text}", c.importance,
                                  True, c.source))
         return out
+
+
+registry.register("extractor", "rules", RuleExtractor)

@@ -9,22 +9,21 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Protocol
 
-from . import assemble, tokens
-from .errors import ConfigError
+from typing import Any, ClassVar
+
+from . import assemble, registry, tokens
 from .episodic import EpisodicBuffer
 from .store import FactStore
 from .memory import Memory
 from .recall import RecallOptions
 from .summarize import Summary
-from .reconcile import POLICIES
 from .types import Candidate, Context, Event, Part, Turn
-
-RAG = {"rag:bm25": ("lexical",), "rag:dense": ("dense",), "rag:hybrid": ("lexical", "dense")}
-# the built-in strategies; ``registry.names("strategy")`` adds ``two-layer:<name>`` for every registered policy
-STRATEGIES = ("full", "window", "summary") + tuple(f"two-layer:{p}" for p in POLICIES) + tuple(RAG)
 
 
 class Strategy(Protocol):
+    """What a benchmark compares. Built by ``registry.build("strategy", name, user_id=..., budget=...,
+    store=..., k=..., **memory_options)``: each takes those arguments (and uses the ones it needs)."""
+
     name: str
     budget_free: bool  # True when what it stores does not depend on the budget (one run serves every budget)
     keeps_facts: bool  # True when it writes facts (so operation accuracy and duplicates mean something)
@@ -55,7 +54,8 @@ class FullHistory:
     budget_free = True
     keeps_facts = False
 
-    def __init__(self, user_id: str) -> None:
+    def __init__(self, user_id: str, budget: int = 1200, store: FactStore | None = None, k: int = 5,
+                 **memory_options: Any) -> None:
         self.buf = EpisodicBuffer("all", user_id, window_tokens=10**12)
 
     def observe(self, session_id: str, turn_id: str, role: str, content: str, time: float | None,
@@ -92,7 +92,8 @@ class SummaryCompression(FullHistory):
     name = "summary"
     budget_free = False
 
-    def __init__(self, user_id: str, budget: int, summary_share: float = 0.4) -> None:
+    def __init__(self, user_id: str, budget: int = 1200, store: FactStore | None = None, k: int = 5,
+                 summary_share: float = 0.4, **memory_options: Any) -> None:
         self.buf = EpisodicBuffer("all", user_id, window_tokens=int(budget * (1 - summary_share)),
                                   summary_tokens=int(budget * summary_share))
 
@@ -106,10 +107,11 @@ class TwoLayer:
     budget_free = True
     keeps_facts = True
 
-    def __init__(self, user_id: str, store: FactStore, policy: str = "keyed", k: int = 5, **memory_options: object) -> None:
-        self.name = f"two-layer:{policy}"
+    def __init__(self, user_id: str, budget: int = 1200, store: FactStore | None = None, k: int = 5,
+                 policy: str = "keyed", **memory_options: Any) -> None:
+        self.name = f"{registry.TWO_LAYER}{policy}"
         self.user_id = user_id
-        self.memory = Memory(store=store, policy=policy, k=k, **memory_options)  # type: ignore[arg-type]
+        self.memory = Memory(store=store or FactStore.ephemeral(), policy=policy, k=k, **memory_options)
 
     def observe(self, session_id: str, turn_id: str, role: str, content: str, time: float | None,
                 speaker: str | None = None) -> list[Event]:
@@ -132,49 +134,58 @@ class NoFacts:
 class RawTurnRetrieval(TwoLayer):
     """The equal-token baseline: past turns retrieved by one channel (or both, fused) and packed in rank order
     into the budget, with this session's newest turns; no facts, no summary, no dates, repeats not folded, no
-    diversity, long turns whole (no passages), no reading of the question's time, no ranking up of the person it names."""
+    diversity, long turns whole (no passages), no reading of the question's time, no ranking up of the person
+    it names. Of the memory options it takes only those that shape a read of raw turns (``OWN``)."""
 
     keeps_facts = False
+    channels: ClassVar[tuple[str, ...]] = ("lexical", "dense")
+    OWN: ClassVar[tuple[str, ...]] = ("neighbours", "window_share", "recall")
 
-    def __init__(self, name: str, user_id: str, store: FactStore, **memory_options: object) -> None:
-        self.name = name
+    def __init__(self, user_id: str, budget: int = 1200, store: FactStore | None = None, k: int = 5,
+                 **memory_options: Any) -> None:
         self.user_id = user_id
-        base = memory_options.pop("recall", None) or RecallOptions()
-        options = {**memory_options, "profile_tokens": 0, "facts": False, "episode_dates": False,
-                   "fold_repeats": False, "diversity": 0.0, "passage_tokens": 0, "recall": replace(base, channels=RAG[name], timeframes=False, subjects=False),
+        mine = {key: v for key, v in memory_options.items() if key in self.OWN}
+        base = mine.pop("recall", None) or RecallOptions()
+        options = {**mine, "profile_tokens": 0, "facts": False, "episode_dates": False,
+                   "fold_repeats": False, "diversity": 0.0, "passage_tokens": 0,
+                   "recall": replace(base, channels=self.channels, timeframes=False, subjects=False),
                    "extractor": NoFacts()}
-        self.memory = Memory(store=store, **options)  # type: ignore[arg-type]
+        self.memory = Memory(store=store or FactStore.ephemeral(), **options)  # type: ignore[arg-type]
+
+
+class BM25Retrieval(RawTurnRetrieval):
+    name = "rag:bm25"
+    channels = ("lexical",)
+
+
+class DenseRetrieval(RawTurnRetrieval):
+    name = "rag:dense"
+    channels = ("dense",)
+
+
+class HybridRetrieval(RawTurnRetrieval):
+    name = "rag:hybrid"
 
 
 def embeds_episodes(name: str, passage_tokens: int) -> int | None:
     """The passage size strategy ``name`` embeds past turns at (0: whole turns), or None if it embeds none."""
-    from .registry import TWO_LAYER
-
-    if name in RAG:
+    kind = registry.factory("strategy", name)
+    if isinstance(kind, type) and issubclass(kind, RawTurnRetrieval):
         return 0
-    return passage_tokens if name.startswith(TWO_LAYER) else None
+    return passage_tokens if isinstance(kind, type) and issubclass(kind, TwoLayer) else None
 
 
 def budget_free(name: str) -> bool:
     """Whether strategy ``name`` stores the same things whatever the budget (so one run serves every budget)."""
-    return name != SummaryCompression.name
+    return bool(getattr(registry.factory("strategy", name), "budget_free", True))
 
 
 def make(name: str, user_id: str, budget: int, store: FactStore | None = None, k: int = 5,
          **memory_options: object) -> Strategy:
     """A fresh strategy ``name`` for one conversation (``two-layer:<policy>`` for any registered policy)."""
-    from . import registry
+    return registry.build("strategy", name, user_id=user_id, budget=budget, store=store, k=k, **memory_options)
 
-    if name.startswith(registry.TWO_LAYER):
-        return registry.build("strategy", name, user_id=user_id, budget=budget, store=store, k=k, **memory_options)
-    builders = {
-        "full": lambda: FullHistory(user_id),
-        "window": lambda: SlidingWindow(user_id),
-        "summary": lambda: SummaryCompression(user_id, budget),
-        **{rag: (lambda rag=rag: RawTurnRetrieval(rag, user_id, store or FactStore.ephemeral(), **{
-            k_: v for k_, v in memory_options.items() if k_ in ("neighbours", "window_share", "recall")}))
-           for rag in RAG},
-    }
-    if name not in builders:
-        raise ConfigError(f"unknown strategy {name!r}; choose from {registry.names('strategy')}")
-    return builders[name]()
+
+for _strategy in (FullHistory, SlidingWindow, SummaryCompression, BM25Retrieval, DenseRetrieval, HybridRetrieval):
+    registry.register("strategy", _strategy.name, _strategy)
+registry.register("strategy", registry.TWO_LAYER, TwoLayer)  # two-layer:<policy>, for every registered policy

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol, Sequence, runtime_checkable
 
-from . import tokens
+from . import registry, tokens
 from .errors import ExtractionError
 from .llm import ChatModel
 from .rules import SENT_SPLIT, RuleExtractor
@@ -84,6 +84,8 @@ class LLMSummarizer:
     summary that invents names or numbers, or loses most of those it folds (``support.unfaithful``), is refused
     (``ExtractionError``): the turns stay in the window and the buffer's ``fold_error`` says why."""
 
+    needs_model = True  # built with the configured chat model (registry.needs_model)
+
     def __init__(self, model: ChatModel, prompt: str = SUMMARY_PROMPT) -> None:
         self.model = model
         self.prompt = prompt
@@ -99,3 +101,7 @@ class LLMSummarizer:
         if why:
             raise ExtractionError(why, reply)
         return Summary(text, previous.turn_ids + tuple(t.id for t in turns), tokens.count(text))
+
+
+registry.register("summarizer", "extractive", ExtractiveSummarizer)
+registry.register("summarizer", "llm", LLMSummarizer)

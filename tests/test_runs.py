@@ -228,7 +228,7 @@ def test_a_run_killed_by_sigkill_resumes_to_the_uninterrupted_results(tmp_path):
 
 
 def test_a_conversations_rows_do_not_depend_on_what_the_process_ran_before():
-    from memkit.eval.runner import run_conversation, scoped
+    from memkit.eval.conversation import run_conversation, scoped
 
     convs = {c.id: c for c in load(ROOT / "data" / "chats.jsonl")}
 

@@ -343,11 +343,25 @@ def test_registry_builds_components_by_name_and_names_the_known_ones(embedder):
         registry.build("policy", "similarity", treshold=0.9)
     s = registry.build("strategy", "rag:bm25", user_id="u", store=FactStore.ephemeral(embedder))
     assert s.name == "rag:bm25" and not s.keeps_facts
+    # each class says whether it is built with the chat model; a two-layer strategy asks its policy
+    assert [registry.needs_model("policy", p) for p in ("keyed", "llm")] == [False, True]
+    assert registry.needs_model("strategy", "two-layer:llm") and not registry.needs_model("strategy", "rag:bm25")
+    assert registry.needs_model("extractor", "llm") and not registry.needs_model("summarizer", "extractive")
     with pytest.raises(ConfigError, match="takes no options"):  # no option is swallowed
         registry.build("policy", "keyed", threshold=0.9)
     with pytest.raises(ConfigError, match="not a policy"):
         Memory(store=FactStore.ephemeral(embedder), policy=RuleExtractor())
     assert FactStore.ephemeral().embedder is FactStore.ephemeral().embedder  # one MiniLM per process
+
+
+def test_the_registry_is_a_leaf_that_loads_the_built_in_components_it_is_asked_for():
+    code = ("import sys, memkit.registry as r\n"
+            "print(sorted(m for m in sys.modules if m.startswith('memkit.')))\n"
+            "print(r.names('policy'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    loaded, policies = out.stdout.splitlines()
+    assert loaded == "['memkit.errors', 'memkit.lazy', 'memkit.registry']", out.stderr[-2000:]
+    assert policies == "['similarity', 'keyed', 'llm', 'append', 'temporal']"
 
 
 def _profile_matches_index(store, user_id="u"):

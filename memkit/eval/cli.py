@@ -38,6 +38,7 @@ def _embed_cache(where: str) -> str | None:
 def cmd_bench(args: argparse.Namespace) -> int:
     import pandas as pd
 
+    from .. import registry
     from ..viz import recall_by_type, strategy_comparison, write_page
     from .datasets import describe, expand, guess_format, load
     from ..store.base import parse_store_url
@@ -68,9 +69,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
             raise ConfigError("--judge needs a chat model: set MEMKIT_LLM_BASE_URL and MEMKIT_LLM_MODEL")
     options: dict = {"profile_tokens": args.profile_tokens}
     # what runs on the configured model: the llm policy, and the extractor and summarizer when named so
-    on_model = [what for what, on in (("two-layer:llm", "two-layer:llm" in strategies),
-                                       ("--extractor llm", args.extractor == "llm"),
-                                       ("--summarizer llm", args.summarizer == "llm")) if on]
+    on_model = [s for s in strategies if registry.needs_model("strategy", s)] + \
+        [f"--{kind} {name}" for kind, name in (("extractor", args.extractor), ("summarizer", args.summarizer))
+         if registry.needs_model(kind, name)]
     model = None
     if on_model:
         from ..config import Settings
@@ -81,11 +82,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
             raise ConfigError(f"{' and '.join(on_model)} need a chat model: set MEMKIT_LLM_BASE_URL and MEMKIT_LLM_MODEL")
         options["chat_model"] = model
     if args.extractor != "rules" or args.summarizer != "extractive":
-        from .. import registry
-
         # one registry builds both (memkit/registry.py): a name another package registered works too
         for kind, name in (("extractor", args.extractor), ("summarizer", args.summarizer)):
-            options[kind] = registry.build(kind, name, **({"model": model} if name == "llm" else {}))
+            options[kind] = registry.build(kind, name, **({"model": model} if registry.needs_model(kind, name) else {}))
     if args.floor is not None:
         options["min_score"] = args.floor
     budgets = _budgets(args.budget)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from ..errors import ConfigError
+from .conversation import run_conversation, scoped
 
 Job = tuple[Any, str, list[int]]  # (conversation, strategy, budgets)
 from .defaults import RECYCLE  # noqa: E402  (calls each --jobs worker takes before a fresh one replaces it)
@@ -239,8 +240,6 @@ def run_jobs(todo: Sequence[Job], where: Any, kwargs: dict[str, Any], jobs: int 
 
 def run_conversation_on(store: Any, job: Job, kwargs: dict[str, Any]) -> Any:
     """One job on a store the caller holds."""
-    from .runner import run_conversation, scoped
-
     conv, name, budgets = job
     return run_conversation(scoped(conv, name), name, budgets, store=store, **kwargs)
 
