@@ -122,10 +122,24 @@ def _names_user(where: Any) -> bool:
 
 
 # ---- the seams -----------------------------------------------------------------------------------------
+# What a VectorIndex may have beyond the base methods, each declared by name in its ``extras`` (as langgraph's
+# checkpoint conformance suite declares base and extended capabilities); memkit/store/conformance.py checks
+# both the base promises and every declared extra
+VECTOR_EXTRAS = {
+    "migrate": "migrate() -> int: moves what an older memkit wrote to the current layout, when a store opens",
+    "collections": "collection_name(owner) -> str: the owner's Chroma collection",
+    "database": "db: the database its vectors live in; when it is the records' own, a write's parts commit in "
+                "one transaction",
+}
+
+
 class VectorIndex(Protocol):
-    """Vectors of every user's current facts and episodes, searched within one owner only."""
+    """Vectors of every user's current facts and episodes, searched within one owner only.
+
+    ``extras`` names the optional parts it has, of ``VECTOR_EXTRAS``."""
 
     dimension: int
+    extras: frozenset[str]
 
     def put(self, owner: str, user_id: str, part: str, ids: Sequence[str], vectors: Sequence[Sequence[float]]) -> None:
         """Insert or replace the owner's items ``ids`` with ``vectors``. Vectors only: an item's text lives in

@@ -49,6 +49,8 @@ LEGACY_PARTS = ("facts", "episodes", "history")  # collections per part, before 
 class ChromaIndex:
     """Vectors in one Chroma collection per user, through any Chroma client (ephemeral, persistent, http)."""
 
+    extras = frozenset({"migrate", "collections"})  # base.VECTOR_EXTRAS
+
     def __init__(self, client: Any, embedder: Any, namespace: str, backend: str, max_users: int = MAX_USERS) -> None:
         self.client, self.embedder, self.namespace, self.backend = client, embedder, namespace, backend
         self.dimension = _embed.embedder_dimension(embedder)

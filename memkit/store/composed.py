@@ -50,7 +50,7 @@ class FactStore:
         self._locks_guard = threading.Lock()
         self._closed = False
         # parts in one database (PostgreSQL) write in one transaction; parts in several systems cannot
-        self._shared = getattr(vectors, "db", None) is records.db
+        self._shared = "database" in vectors.extras and vectors.db is records.db  # type: ignore[attr-defined]
         self.queue = RetryQueue(records, self._check_open)  # what waits for a model or for the store
         self.facts = FactIndex(vectors, self.lexicon, self.log, self.embedder, self._unit)
         self.archive = EpisodeArchive(records, vectors, self.lexicon, self.embedder, self._unit, embed_batch)
@@ -68,9 +68,8 @@ class FactStore:
         """What a store does when it opens, never on a read: fill a new text index, move old layouts, replay."""
         if not self.lexicon.filled:  # new, missing or damaged, or written by an older memkit
             _fill(self.lexicon, self.records, self.log)
-        migrate = getattr(self.vectors, "migrate", None)
-        if callable(migrate):
-            migrate()
+        if "migrate" in self.vectors.extras:
+            self.vectors.migrate()  # type: ignore[attr-defined]
         if self.records.path != ":memory:":  # a store that outlives its process
             try:
                 self.replay()  # what a crash or an outage left logged but not applied
@@ -144,10 +143,9 @@ class FactStore:
 
     def collection_name(self, user_id: str) -> str:
         """The Chroma collection that holds ``user_id``'s items (Chroma backends only: ``ConfigError`` on others)."""
-        name = getattr(self.vectors, "collection_name", None)
-        if name is None:
+        if "collections" not in self.vectors.extras:
             raise ConfigError(f"a {self.backend} store keeps no Chroma collections; collection_name is for Chroma")
-        return name(self._owner(user_id))
+        return self.vectors.collection_name(self._owner(user_id))  # type: ignore[attr-defined]
 
     def warm(self, user_id: str, session: str | None = None, episodes: Sequence[str] | None = None) -> None:
         """Load the user's index now (``Memory.session``, in the background): embed what other sessions left

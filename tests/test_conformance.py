@@ -1,0 +1,73 @@
+"""The vector index seam's conformance checks (memkit/store/conformance.py) on every backend memkit ships, and
+on a backend that breaks a promise, to show the checks can fail."""
+
+from __future__ import annotations
+
+import math
+import uuid
+
+import chromadb
+import pytest
+
+from memkit.store.chroma import ChromaIndex
+from memkit.store.conformance import check_vector_index
+from memkit.store.postgres import PgVectorIndex
+from memkit.store.sql import Database
+
+ALL = ["declares", "nearest_first", "owners_apart", "replace_remove_drop"]
+
+
+@pytest.mark.parametrize("kind", ["ephemeral", "persistent", "http", "postgres"])
+def test_every_vector_index_memkit_ships_keeps_the_seams_promises(kind, tmp_path, request, embedder):
+    ns = f"cf{uuid.uuid4().hex[:8]}"
+    if kind == "ephemeral":
+        make = lambda: ChromaIndex(chromadb.EphemeralClient(), embedder, ns, "ephemeral")  # noqa: E731
+    elif kind == "persistent":
+        make = lambda: ChromaIndex.persistent(tmp_path / "chroma", embedder, ns)  # noqa: E731
+    elif kind == "http":
+        port = request.getfixturevalue("chroma_server").port
+        make = lambda: ChromaIndex.http("127.0.0.1", port, embedder, ns)  # noqa: E731
+    else:
+        url = request.getfixturevalue("postgres_url")
+        make = lambda: PgVectorIndex(Database.postgres(url, ns), embedder)  # noqa: E731
+    assert check_vector_index(make) == ALL
+
+
+class OneBag:
+    """A vector index that keeps every owner's items in one bag: it breaks the seam's isolation promise."""
+
+    dimension = 3
+    extras = frozenset()
+
+    def __init__(self) -> None:
+        self.items: dict[tuple[str, str], list[float]] = {}
+
+    def put(self, owner, user_id, part, ids, vectors):
+        self.items.update({(part, i): list(v) for i, v in zip(ids, vectors)})
+
+    def remove(self, owner, user_id, part, ids):
+        for i in ids:
+            self.items.pop((part, i), None)
+
+    def nearest(self, owner, user_id, vector, n):
+        sims = [(p, i, sum(a * b for a, b in zip(v, vector)) / math.sqrt(sum(a * a for a in v)))
+                for (p, i), v in self.items.items()]
+        return sorted(sims, key=lambda x: -x[2])[:n] if n > 0 else []
+
+    def warm(self, owner, user_id):
+        pass
+
+    def drop(self, owner, user_id):
+        self.items.clear()
+
+    def close(self):
+        pass
+
+
+def test_a_backend_that_mixes_owners_fails_the_check_that_says_so():
+    with pytest.raises(AssertionError, match="an owner finds only its own"):
+        check_vector_index(OneBag)
+    bag = OneBag()
+    bag.extras = frozenset({"migrate"})  # declared, not there
+    with pytest.raises(AssertionError, match="declares 'migrate'"):
+        check_vector_index(lambda: bag)
