@@ -379,6 +379,6 @@ def _fill(text: TextIndex, records: Records, log: EventLog) -> None:
                               ((owner, "episodes", ref, text) for owner, e in records.embedded()
                                for ref, text in episode_items(e))))
     records.drop_fts()
-    if records.path != ":memory:" and records.db.dialect == "sqlite":
+    if records.path != ":memory:" and records.db.dialect.older_files:
         shutil.rmtree(Path(records.path).with_suffix(".facts-index"), ignore_errors=True)
     text.mark_filled()

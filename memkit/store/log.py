@@ -57,7 +57,7 @@ class EventLog:
 
     def __init__(self, db: Database) -> None:
         self.db = db
-        self.version = db.migrate("log", MIGRATIONS[db.dialect])
+        self.version = db.migrate("log", MIGRATIONS[db.dialect.name])
         if not db.rows("SELECT 1 FROM profile LIMIT 1"):
             self._backfill()
 

@@ -69,7 +69,7 @@ class Records:
     def __init__(self, path: "str | Path | Database" = ":memory:") -> None:
         self.db = path if isinstance(path, Database) else Database.sqlite(path)
         self.path = self.db.path
-        self.version = self.db.migrate("records", MIGRATIONS[self.db.dialect])
+        self.version = self.db.migrate("records", MIGRATIONS[self.db.dialect.name])
 
     def owner_lock(self, owner: str) -> AbstractContextManager[None]:
         """A lock on one owner across the processes that share these records."""
@@ -98,7 +98,7 @@ class Records:
         indexed), leaving out ``but_session``'s."""
         # by id, SQLite reads the rows by rowid: "+owner" keeps its planner off the owner index, which for a page
         # of ids walked all of the user's rows
-        by_rowid = ids is not None and self.db.dialect == "sqlite"
+        by_rowid = ids is not None and self.db.dialect.by_rowid
         sql = f"SELECT {EPISODE_COLUMNS} FROM episodes WHERE {'+owner' if by_rowid else 'owner'} = ?"
         args: list = [owner]
         if pending:
@@ -180,7 +180,7 @@ class Records:
 
     def drop_fts(self) -> None:
         """Drop the FTS5 tables a SQLite records file kept before the lexical index was tantivy's."""
-        if self.db.dialect == "sqlite":
+        if self.db.dialect.older_files:
             with self.db.transaction() as run:  # the write lock taken at once: no BUSY on upgrade
                 for table in FTS_TABLES:
                     run(f"DROP TABLE IF EXISTS {table}")

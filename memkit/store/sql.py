@@ -15,6 +15,7 @@ import sqlite3
 import threading
 import time
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
@@ -45,10 +46,35 @@ def connect_sqlite(path: str | Path, timeout: float, script: str = "", attempts:
             time.sleep(0.02 * attempt)
 
 
+@dataclass(frozen=True)
+class Dialect:
+    """What differs between SQLite and PostgreSQL for memkit, in one place: its ``name`` (the key of each
+    component's migrations), how a write transaction begins, how to list a table, whether migrations take the
+    cross-process DDL lock, whether reading a page of ids goes by rowid, and whether it can hold what an older
+    memkit wrote (SQLite files: FTS5 tables, a lexical index folder, ``PRAGMA user_version``)."""
+
+    name: str
+    begin: str
+    lists_table: str  # a query of one row when the table named by its parameter exists
+    ddl_lock: bool
+    by_rowid: bool
+    older_files: bool
+
+    def statement(self, sql: str) -> str:
+        """``sql`` with memkit's ``?`` placeholders as the driver wants them."""
+        return sql if self.name == "sqlite" else sql.replace("?", "%s")
+
+
+SQLITE = Dialect("sqlite", "BEGIN IMMEDIATE", "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                 ddl_lock=False, by_rowid=True, older_files=True)
+POSTGRES = Dialect("postgres", "BEGIN", "SELECT 1 FROM information_schema.tables WHERE table_schema = "
+                   "current_schema() AND table_name = ?", ddl_lock=True, by_rowid=False, older_files=False)
+
+
 class Database:
     """A connection with the dialect, the guard and the locks the records and the log share."""
 
-    def __init__(self, conn: Any, dialect: str, owner_lock: Callable[[str], AbstractContextManager[None]],
+    def __init__(self, conn: Any, dialect: Dialect, owner_lock: Callable[[str], AbstractContextManager[None]],
                  closer: Callable[[], None], path: str = ":memory:",
                  index_lock: Callable[[], AbstractContextManager[None]] = nullcontext) -> None:
         self.conn, self.dialect, self.path = conn, dialect, path
@@ -77,7 +103,7 @@ class Database:
                 os.close(fd)
 
         # one byte per owner hash prefix (4 billion slots); the lexical index's writer lock one byte past them
-        return cls(conn, "sqlite", lambda owner: byte_lock(int(owner[:8], 16)), close, path,
+        return cls(conn, SQLITE, lambda owner: byte_lock(int(owner[:8], 16)), close, path,
                    index_lock=lambda: byte_lock(1 << 32))
 
     @classmethod
@@ -98,7 +124,7 @@ class Database:
             conn.execute(sql.SQL("SET search_path TO {}, public").format(schema))
         except psycopg.OperationalError as e:
             raise StoreUnavailable(f"the {role} ({_safe(url)}) is unreachable: {e}".strip()) from e
-        return cls(conn, "postgres", _advisory_lock(url, namespace), conn.close, url)
+        return cls(conn, POSTGRES, _advisory_lock(url, namespace), conn.close, url)
 
     # ---- statements -----------------------------------------------------------------------------
     def check(self) -> None:
@@ -117,12 +143,12 @@ class Database:
             return self._run(sql, args).fetchall()
 
     def _run(self, sql: str, args: Sequence[Any]) -> Any:
-        if self.dialect == "sqlite":
+        if self.dialect is SQLITE:
             return self.conn.execute(sql, tuple(args))
         import psycopg
 
         try:
-            return self.conn.execute(sql.replace("?", "%s"), tuple(args) or None)
+            return self.conn.execute(self.dialect.statement(sql), tuple(args) or None)
         except psycopg.OperationalError as e:
             raise StoreUnavailable(f"the PostgreSQL database is unreachable: {e}".strip()) from e
 
@@ -140,7 +166,7 @@ class Database:
                 finally:
                     self._depth -= 1
                 return
-            self._run("BEGIN IMMEDIATE" if self.dialect == "sqlite" else "BEGIN", ())
+            self._run(self.dialect.begin, ())
             self._depth = 1
             try:
                 yield run
@@ -158,7 +184,7 @@ class Database:
         if self.version(name) >= len(steps):
             return len(steps)
         with self.transaction() as run:  # one process migrates; the others wait, then find it done
-            if self.dialect == "postgres":
+            if self.dialect.ddl_lock:
                 run("SELECT pg_advisory_xact_lock(?)", (DDL_LOCK,))
             run("CREATE TABLE IF NOT EXISTS schema_versions (name TEXT PRIMARY KEY, version INTEGER NOT NULL)")
             version = self.version(name)
@@ -172,15 +198,11 @@ class Database:
     def version(self, name: str) -> int:
         """How many migration steps of component ``name`` the database has (a records file written before
         ``schema_versions`` existed counted them in ``PRAGMA user_version``)."""
-        if self.dialect == "sqlite":
-            listed = self.rows("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_versions'")
-        else:
-            listed = self.rows("SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() "
-                               "AND table_name = 'schema_versions'")
+        listed = self.rows(self.dialect.lists_table, ("schema_versions",))
         found = self.rows("SELECT version FROM schema_versions WHERE name = ?", (name,)) if listed else []
         if found:
             return found[0][0]
-        return self.rows("PRAGMA user_version")[0][0] if self.dialect == "sqlite" and name == "records" else 0
+        return self.rows("PRAGMA user_version")[0][0] if self.dialect.older_files and name == "records" else 0
 
     def close(self) -> None:
         with self.guard:
