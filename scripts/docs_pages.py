@@ -47,6 +47,9 @@ SECTIONS = [
      "Hypotheses tried as patches on the BEAM dev split and dropped"),
     ("scale", RESULTS / "scale",
      "Read and write paths as users and items grow (`Memory.context`, `Memory.observe`; run alone on 2 cores)"),
+    ("ops", RESULTS / "model-suite",
+     "The first suite's operations: the rules and SmolLM2-135M behind llama.cpp as the extractor "
+     "(`python scripts/measure_local_model.py --suite data/suite.jsonl --limit 1 --out docs/results/model-suite`)"),
     ("model", RESULTS / "local-model",
      "The write path against a real local model: llama.cpp's server, SmolLM2-135M-Instruct, the `llm` policy "
      "(run alone on 2 cores)"),

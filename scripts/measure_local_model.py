@@ -11,12 +11,20 @@ of preferences, changes of mind, negations and small talk, each with a short rep
 returned, what became of it), ``summary.csv`` (facts stored, seconds per turn, errors and timeouts per turn,
 requests the server answered, turns left waiting or given up, by name), ``errors.txt`` and ``run.cmd``.
 A timing: run it alone on the machine.
+
+    python scripts/measure_local_model.py --suite data/suite.jsonl --limit 1 --out docs/results/model-suite
+
+runs ``memkit bench`` on a suite with gold operations instead, twice with ``two-layer:keyed``: the rules
+(``--extractor rules``) and the model behind the same server (``--extractor llm``), each into its own folder
+(``rules/``, ``llm/``); docs/benchmarks.md shows their operations side by side.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
+import subprocess
 import statistics
 import sys
 import tempfile
@@ -40,9 +48,13 @@ def main() -> None:
     ap.add_argument("--out", default="results/local-model")
     ap.add_argument("--policy", default="llm", help="the conflict policy (default: llm)")
     ap.add_argument("--turns", type=int, default=len(CONVERSATION), help="play only the first N turns")
+    ap.add_argument("--suite", help="run memkit bench on this suite with the rules and with the model instead")
+    ap.add_argument("--limit", type=int, default=1, help="with --suite: its first N conversations")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.suite:
+        return suite(args.suite, args.limit, out)
     with tempfile.TemporaryDirectory() as tmp, LlamaServer(log=Path(tmp) / "server.log") as server:
         settings = Settings.from_env(server.env())
         memory = Memory.from_settings(settings, store=FactStore.persistent(str(Path(tmp) / "store")),
@@ -86,6 +98,16 @@ def main() -> None:
     (out / "run.cmd").write_text(shlex.join(["python", "scripts/measure_local_model.py", *sys.argv[1:]]) + "\n")
     print(pd.Series(summary).to_string())
     print(f"\nwrote {out}/summary.csv and turns.csv")
+
+
+def suite(data: str, limit: int, out: Path) -> None:
+    """``memkit bench`` on ``data`` with the rules, then with the model behind a fresh server."""
+    bench = [sys.executable, "-m", "memkit", "bench", "--data", data, "--limit", str(limit), "--budget", "400", "--strategy",
+             "two-layer:keyed", "--no-turn-tokens"]
+    subprocess.run([*bench, "--extractor", "rules", "--out", str(out / "rules")], check=True)
+    with tempfile.TemporaryDirectory() as tmp, LlamaServer(log=Path(tmp) / "server.log") as server:
+        subprocess.run([*bench, "--extractor", "llm", "--out", str(out / "llm")], check=True,
+                       env={**os.environ, **server.env()})
 
 
 if __name__ == "__main__":

@@ -154,7 +154,29 @@ def model_section(folder: Path, title: str) -> str:
                [[r.turn, r.text, f"{r.seconds:.1f}", r.events or "–", r.outcome] for r in turns.itertuples()]), ""])
 
 
-SECTION_KINDS = {"run": run_section, "options": options_section, "scale": scale_section, "model": model_section}
+OPS_COLUMNS = [("op_accuracy", "op accuracy"), ("error_rate", "error rate"), ("fact_precision", "fact precision"),
+               ("duplicate_rate", "duplicates"), ("stale", "stale"), ("evidence_recall", "evidence recall"),
+               ("write_p50_ms", "write p50 ms")]
+
+
+def ops_section(folder: Path, title: str) -> str:
+    """The write path's operations, one row per ``memkit bench`` run in the subfolders of ``folder`` (each
+    with its extractor and summarizer from run.json): what a model does beside the rules on one suite."""
+    rows, commands = [], []
+    for run_dir in sorted(p for p in folder.iterdir() if (p / "run.json").exists()):
+        run = json.loads((run_dir / "run.json").read_text("utf-8"))
+        summary = pd.read_csv(run_dir / "summary.csv")
+        commands.append(run.get("command", "(command not recorded)"))
+        for _, r in summary[summary["type"] == "all"].iterrows():
+            rows.append([r["strategy"], run.get("extractor", "rules"), run.get("summarizer", "extractive"),
+                         *("–" if pd.isna(r[c]) else f"{r[c]:.3f}" if c != "write_p50_ms" else f"{r[c]:.0f}"
+                           for c, _ in OPS_COLUMNS)])
+    return "\n".join([f"## {title}", "", "```bash", *commands, "```", "", f"Files: `{folder.as_posix()}/*/`.", "",
+                      _table(["strategy", "extractor", "summarizer", *(h for _, h in OPS_COLUMNS)], rows), ""])
+
+
+SECTION_KINDS = {"run": run_section, "options": options_section, "scale": scale_section, "model": model_section,
+                 "ops": ops_section}
 
 
 def page(sections: Sequence[tuple[str, Path, str]], intro: str) -> str:
