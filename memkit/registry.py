@@ -29,12 +29,13 @@ TWO_LAYER = "two-layer:"
 # the modules whose components register themselves, loaded before the first lookup
 BUILT_IN = ("memkit.rules", "memkit.extract", "memkit.summarize", "memkit.reconcile", "memkit.strategies")
 _REGISTRY: dict[str, dict[str, Callable[..., Any]]] = {kind: {} for kind in KINDS}
-_loaded: list[bool] = []
+_loaded = False
 
 
 def _built_in() -> None:
+    global _loaded
     if not _loaded:
-        _loaded.append(True)
+        _loaded = True
         for module in BUILT_IN:
             importlib.import_module(module)
 

@@ -52,10 +52,6 @@ class TurnRun:
     seconds: float
     events: tuple[str, ...]
 
-    @property
-    def errors(self) -> int:
-        return self.events.count(EventKind.ERROR.value)
-
 
 def play(memory: Memory, user_id: str, session_id: str, turns: Sequence[tuple[str, str]], start: int = 0,
          time: float = 1_767_225_600.0) -> list[TurnRun]:
