@@ -30,6 +30,7 @@ class Settings:
     timeout: float = 20.0      # MEMKIT_LLM_TIMEOUT, seconds per request
     max_retries: int = 1       # MEMKIT_LLM_MAX_RETRIES
     max_tokens: int = DEFAULT_MAX_TOKENS  # MEMKIT_LLM_MAX_TOKENS, the longest reply a request allows
+    stream: bool = True        # MEMKIT_LLM_STREAM=0: whole replies, for a server that cannot stream
     embed_cache: str | None = None  # MEMKIT_EMBED_CACHE: an embedding-cache file (memkit/embed_cache.py); unset: none
 
     @property
@@ -48,6 +49,7 @@ class Settings:
             timeout=_number(env, "MEMKIT_LLM_TIMEOUT", 20.0, float),
             max_retries=int(_number(env, "MEMKIT_LLM_MAX_RETRIES", 1, int)),
             max_tokens=int(_number(env, "MEMKIT_LLM_MAX_TOKENS", DEFAULT_MAX_TOKENS, int)),
+            stream=_flag(env, "MEMKIT_LLM_STREAM", True),
             embed_cache=env.get("MEMKIT_EMBED_CACHE") or None,
         )
 
@@ -58,7 +60,8 @@ class Settings:
         from .llm import OpenAIChat
 
         return OpenAIChat(model=self.llm.model, base_url=self.llm.base_url, api_key=self.llm.api_key,
-                          timeout=self.timeout, max_retries=self.max_retries, max_tokens=self.max_tokens)
+                          timeout=self.timeout, max_retries=self.max_retries, max_tokens=self.max_tokens,
+                          stream=self.stream)
 
     def embedder(self) -> Any:
         """The configured embedder: an OpenAI-compatible one, or the process's one offline MiniLM
@@ -89,6 +92,17 @@ def _number(env: Mapping[str, str], name: str, default: float, kind: type) -> fl
     if value < 0:
         raise ConfigError(f"{name}={raw!r} must not be negative")
     return value
+
+
+def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = (env.get(name) or "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{name}={env[name]!r} is not a switch; set 1 or 0")
 
 
 def _endpoint(env: Mapping[str, str], part: str) -> Endpoint | None:

@@ -40,6 +40,16 @@ FACTS_SCHEMA = {"type": "object", "required": ["facts"], "additionalProperties":
                        "importance": {"type": "number", "minimum": 0, "maximum": 1}}}}}}
 
 
+class Candidates(list):
+    """An extractor's candidates (a list of ``Candidate``), with ``refused``: what it left out of a partly good
+    reply and why (``fact 2 has no text``, ``'User lives in Oslo.' names 'Oslo', which the turn does not say``),
+    so the turn's events can name it."""
+
+    def __init__(self, items: Any = (), refused: Any = ()) -> None:
+        super().__init__(items)
+        self.refused: tuple[str, ...] = tuple(refused)
+
+
 @runtime_checkable
 class Extractor(Protocol):
     """Anything that turns a user's message into candidate facts."""
@@ -47,10 +57,10 @@ class Extractor(Protocol):
     def extract(self, text: str, source: tuple[str, ...] = ()) -> list[Candidate]: ...
 
 
-def candidates_from_json(data: Any, received: str, source: tuple[str, ...] = ()) -> list[Candidate]:
-    """Validate a ``{"facts": [...]}`` reply item by item and keep the good items; ``ExtractionError`` names
-    what was wrong when the reply has no list of facts, or when every item of it is bad (one bad item of a
-    reply does not discard the others)."""
+def candidates_from_json(data: Any, received: str, source: tuple[str, ...] = ()) -> Candidates:
+    """Validate a ``{"facts": [...]}`` reply item by item and keep the good items, naming the bad ones in
+    ``refused``; ``ExtractionError`` names what was wrong when the reply has no list of facts, or when every
+    item of it is bad (one bad item of a reply does not discard the others)."""
     facts = data.get("facts") if isinstance(data, dict) else data if isinstance(data, list) else None
     if not isinstance(facts, list):
         facts = _complete_items(received)  # a reply cut at its max_tokens: the facts before the cut
@@ -68,7 +78,7 @@ def candidates_from_json(data: Any, received: str, source: tuple[str, ...] = ())
             out.append(c)
     if wrong and not out:
         raise ExtractionError("; ".join(wrong), received)
-    return out
+    return Candidates(out, wrong)
 
 
 def _complete_items(received: str) -> list[Any] | None:
@@ -119,7 +129,7 @@ class LLMExtractor:
         self.retries = retries
         self.check_support = check_support  # refuse a fact the turn does not support (memkit/support.py)
 
-    def extract(self, text: str, source: tuple[str, ...] = ()) -> list[Candidate]:
+    def extract(self, text: str, source: tuple[str, ...] = ()) -> Candidates:
         messages = [{"role": "system", "content": self.prompt}, {"role": "user", "content": text}]
         for attempt in range(self.retries + 1):
             reply = self.model.complete(messages, json_mode=FACTS_SCHEMA)
@@ -133,16 +143,18 @@ class LLMExtractor:
                             {"role": "user", "content": RETRY_PROMPT.format(error=str(e).split("; received:")[0])}]
         raise AssertionError("unreachable")  # the loop returns or raises
 
-    def _supported(self, cands: list[Candidate], text: str, reply: str) -> list[Candidate]:
-        """The candidates ``text`` supports; ``ExtractionError`` naming why when it supports none of them."""
+    def _supported(self, cands: Candidates, text: str, reply: str) -> Candidates:
+        """The candidates ``text`` supports, the others named in ``refused``; ``ExtractionError`` naming why
+        when it supports none of them."""
         if not self.check_support:
             return cands
         refused = {id(c): why for c in cands if (why := unsupported(c, text))}
         if cands and len(refused) == len(cands):
             raise ExtractionError("; ".join(f"{c.text!r} {refused[id(c)]}" for c in cands), reply)
-        return [c for c in cands if id(c) not in refused]
+        return Candidates([c for c in cands if id(c) not in refused],
+                          [*cands.refused, *(f"{c.text!r} {refused[id(c)]}" for c in cands if id(c) in refused)])
 
 
 registry.register("extractor", "llm", LLMExtractor)
 
-__all__ = ["EXTRACTION_PROMPT", "RETRY_PROMPT", "Extractor", "LLMExtractor", "RuleExtractor", "candidates_from_json"]
+__all__ = ["EXTRACTION_PROMPT", "RETRY_PROMPT", "Candidates", "Extractor", "LLMExtractor", "RuleExtractor", "candidates_from_json"]

@@ -70,16 +70,20 @@ class OpenAIChat:
     constrained to that JSON schema (``response_format`` ``json_schema``); a server that refuses it is asked
     for JSON mode, and one that refuses that for plain text, each refusal remembered for this endpoint.
 
-    A connection error, 429 or 5xx is retried ``max_retries`` times with backoff; a timeout is not: a local
-    server (llama.cpp's) goes on generating an abandoned request behind its one model lock, so the same request
-    sent again would wait behind it. After ``breaker_after`` calls in a row met a fault, calls fail at once for
+    Replies are streamed (``stream``, MEMKIT_LLM_STREAM): ``timeout`` bounds the whole reply, and a reply still
+    coming at its end is cancelled by closing the connection, which is what stops a generation on llama.cpp's
+    servers (a non-streamed request is generated to its end behind the server's one model lock, abandoned or
+    not). A connection error, 429 or 5xx is retried ``max_retries`` times with backoff; a timeout is not: the
+    model had its time. After ``breaker_after`` calls in a row met a fault, calls fail at once for
     ``breaker_cooldown`` seconds, then one probes the endpoint (a circuit breaker)."""
 
     def __init__(self, model: str, base_url: str | None = None, api_key: str = "not-needed",
                  temperature: float = 0.0, timeout: float = DEFAULT_TIMEOUT, max_retries: int = DEFAULT_RETRIES,
                  max_tokens: int = DEFAULT_MAX_TOKENS, breaker_after: int = BREAKER_AFTER,
-                 breaker_cooldown: float = BREAKER_COOLDOWN) -> None:
+                 breaker_cooldown: float = BREAKER_COOLDOWN, stream: bool = True) -> None:
         self.model = model
+        self.stream = stream
+        self.timeout = timeout
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.max_retries = max_retries
@@ -110,10 +114,7 @@ class OpenAIChat:
             raise
         with self._guard:
             self.failures, self.closed_until = 0, 0.0
-        try:
-            return reply.choices[0].message.content or ""
-        except (AttributeError, IndexError, TypeError) as e:
-            raise ModelUnavailable(f"chat: the endpoint's reply has no message ({e})") from e
+        return reply
 
     def __getstate__(self) -> dict[str, Any]:
         """A copy for another process (``memkit bench --jobs``): the settings, not the connection or the lock."""
@@ -139,7 +140,12 @@ class OpenAIChat:
             extra = {"response_format": formats[level]} if level in formats else {}
             try:
                 self.sent += 1
-                return create(**extra, **kwargs)
+                started = time.monotonic()
+                if self.stream:
+                    return self._read_stream(create(**extra, **kwargs, stream=True), started + self.timeout)
+                return _message(create(**extra, **kwargs))
+            except ModelUnavailable:
+                raise
             except openai.APIStatusError as e:
                 if extra and _refuses_format(e):
                     self.level = LEVELS[LEVELS.index(level) + 1]  # this server refuses it: ask for less from now on
@@ -156,10 +162,40 @@ class OpenAIChat:
                 continue
             return call("chat", _reraise, error=error)
 
+    def _read_stream(self, chunks: Any, deadline: float) -> str:
+        """The text of a streamed reply; cancelled (the connection closed) when it is still coming at
+        ``deadline``, or when the stream breaks: ``ModelUnavailable`` either way."""
+        parts = []
+        try:
+            for chunk in chunks:
+                if chunk.choices and chunk.choices[0].delta and chunk.choices[0].delta.content:
+                    parts.append(chunk.choices[0].delta.content)
+                if time.monotonic() > deadline:
+                    raise ModelUnavailable(f"chat: the reply was still coming after {self.timeout:g} s "
+                                           "(MEMKIT_LLM_TIMEOUT); cancelled")
+        except ModelUnavailable:
+            raise
+        except Exception as e:  # noqa: BLE001 - a broken or stalled stream (httpx's errors are not openai's)
+            if "timeout" in type(e).__name__.lower() or "timed out" in str(e).lower():
+                raise ModelUnavailable(f"chat: the reply stalled for {self.timeout:g} s (MEMKIT_LLM_TIMEOUT); "
+                                       "cancelled") from e
+            raise ModelUnavailable(f"chat: the reply's stream broke off ({type(e).__name__}: {e})") from e
+        finally:
+            chunks.close()  # at the deadline: the server sees the client go and stops generating
+        return "".join(parts)
+
     def _level_for(self, json_mode: "bool | dict[str, Any]") -> str:
         """What to ask for: the request's own wish, within what the endpoint has not refused."""
         wished = "schema" if isinstance(json_mode, dict) else "json" if json_mode else "text"
         return LEVELS[max(LEVELS.index(wished), LEVELS.index(self.level))]
+
+
+def _message(reply: Any) -> str:
+    """The text of a whole (not streamed) reply."""
+    try:
+        return reply.choices[0].message.content or ""
+    except (AttributeError, IndexError, TypeError) as e:
+        raise ModelUnavailable(f"chat: the endpoint's reply has no message ({e})") from e
 
 
 def _refuses_format(error: Any) -> bool:

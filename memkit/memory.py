@@ -180,6 +180,7 @@ class Memory:
     def _extract(self, user_id: str, turn: Turn, speaker: str | None, episode_id: str) -> list[Event]:
         try:
             cands = self.extractor.extract(turn.content, (turn.id,))
+            refused = getattr(cands, "refused", ())  # the items of a partly good reply left out (extract.Candidates)
             if speaker is not None:
                 cands = attribute(cands, speaker)
         except ModelUnavailable as e:  # the turn stays marked in the records: any later flush() extracts it
@@ -197,6 +198,9 @@ class Memory:
             self.store.queue.extracted(user_id, episode_id)
             raise
         self.store.queue.extracted(user_id, episode_id)
+        if refused:  # named in the log beside what was kept, never retried: the reply was read
+            events = [*events, self._error(user_id, f"refused from the model's reply: {'; '.join(refused)}; the "
+                                           f"other {len(cands)} kept", (turn.id,), turn.time)]
         return events
 
     @property

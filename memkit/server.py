@@ -174,7 +174,10 @@ class LlamaServer(LoopbackServer):
     def command(self) -> list[str]:
         return [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model), "--model_alias", self.alias,
                 "--host", self.host, "--port", str(self.port), "--n_ctx", str(self.context),
-                "--n_threads", str(self.threads)]
+                "--n_threads", str(self.threads),
+                # left on, a streamed reply is cut short (ended as if complete) whenever another request arrives:
+                # two clients would cut each other's replies; memkit's timeout cancels a reply instead
+                "--interrupt_requests", "False"]
 
     @property
     def base_url(self) -> str:

@@ -17,7 +17,10 @@ class FakeOpenAI:
     def __init__(self, embed_dim: int = 8, reject_json_mode: bool = False, reject_schema: bool = False,
                  like_llama_cpp: bool = False) -> None:
         self.replies: list[str] = []
-        self.faults: list[str] = []  # "500", "429", "empty", "slow:<seconds>", "400": one per request, in order
+        # "500", "429", "empty", "slow:<seconds>", "400", or "drip:<seconds>" (a streamed reply, one word per
+        # <seconds>): one per request, in order
+        self.faults: list[str] = []
+        self.cancelled = 0  # streamed replies the client hung up on before their end
         self.requests: list[dict[str, Any]] = []
         self.embed_dim = embed_dim
         self.reject_json_mode = reject_json_mode  # refuse any response_format (a server without JSON mode)
@@ -34,9 +37,12 @@ class FakeOpenAI:
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 fake.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
+                drip = 0.0
                 if fake.faults:
                     fault = fake.faults.pop(0)
-                    if fault.startswith("slow:"):
+                    if fault.startswith("drip:"):
+                        drip = float(fault[5:])
+                    elif fault.startswith("slow:"):
                         import time
 
                         time.sleep(float(fault[5:]))
@@ -58,6 +64,8 @@ class FakeOpenAI:
                     if (fake.reject_json_mode and "response_format" in body) or (fake.reject_schema and schema):
                         return self._send(400, {"error": {"message": "response_format not supported", "type": "invalid_request_error"}})
                     content = fake.replies.pop(0) if fake.replies else '{"facts": []}'
+                    if body.get("stream"):
+                        return self._stream(body["model"], content, drip)
                     return self._send(200, {
                         "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
                         "choices": [{"index": 0, "finish_reason": "stop",
@@ -69,6 +77,29 @@ class FakeOpenAI:
                     return self._send(200, {"object": "list", "data": data, "model": body["model"],
                                             "usage": {"prompt_tokens": 1, "total_tokens": 1}})
                 self._send(404, {"error": {"message": "not found"}})
+
+            def _stream(self, model: str, content: str, drip: float) -> None:
+                """The reply as server-sent events, a word at a time (``drip`` seconds apart), as
+                llama.cpp's servers stream; a client that hangs up is counted in ``cancelled``."""
+                import re
+                import time
+
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                words = re.findall(r"\S+\s*|\s+", content) or [""]
+                try:
+                    for i, word in enumerate(words):
+                        chunk = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": model,
+                                 "choices": [{"index": 0, "delta": {"content": word},
+                                              "finish_reason": "stop" if i == len(words) - 1 else None}]}
+                        self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                        self.wfile.flush()
+                        time.sleep(drip)
+                    self.wfile.write(b"data: [DONE]\n\n")
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    fake.cancelled += 1
 
             def _send(self, code: int, payload: dict[str, Any]) -> None:
                 raw = json.dumps(payload).encode()

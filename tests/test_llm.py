@@ -136,11 +136,23 @@ def _format(request: dict) -> str | None:
     return None if fmt is None else fmt["type"] + ("+schema" if "schema" in fmt else "")
 
 
-def test_a_reply_with_one_bad_item_keeps_the_good_ones(fake_llm):
-    fake_llm.enqueue(json.dumps({"facts": [{"text": "", "kind": "semantic"}, GOOD["facts"][0],
-                                           {"text": "User is a robot.", "kind": "belief"}]}))
-    (c,) = LLMExtractor(OpenAIChat("m", base_url=fake_llm.base_url)).extract("I prefer metric units.")
-    assert c.key == "user.units"
+def test_a_reply_with_one_bad_item_keeps_the_good_ones_and_the_turn_names_the_others(fake_llm, embedder):
+    reply = json.dumps({"facts": [{"text": "", "kind": "semantic"}, GOOD["facts"][0],
+                                  {"text": "User is a robot.", "kind": "belief"},
+                                  {"text": "User has a sister named Ana.", "kind": "semantic"}]})
+    fake_llm.enqueue(reply)
+    found = LLMExtractor(OpenAIChat("m", base_url=fake_llm.base_url)).extract("I prefer metric units.")
+    assert [c.key for c in found] == ["user.units"]
+    assert found.refused[:2] == ("fact 0 has no text", "fact 2 has unknown kind 'belief'")
+    assert found.refused[2].startswith("'User has a sister named Ana.' ")
+    fake_llm.enqueue(reply)
+    m = Memory(store=FactStore.ephemeral(embedder), extractor=LLMExtractor(OpenAIChat("m", base_url=fake_llm.base_url)))
+    events = m.observe("u", "s", "user", "I prefer metric units.", turn_id="t1")
+    assert [e.kind for e in events] == [EventKind.ADD, EventKind.ERROR]
+    assert events[1].source == ("t1",) and "fact 0 has no text" in events[1].reason
+    assert "'User has a sister named Ana.'" in events[1].reason and "the other 1 kept" in events[1].reason
+    assert [e.kind for e in m.store.history("u")] == [EventKind.ADD, EventKind.ERROR]  # in the log too
+    assert m.pending_turns == [] and len(fake_llm.requests) == 2  # read once, never asked for again
 
 
 def test_a_reply_cut_at_its_token_bound_keeps_its_complete_facts_once_each(fake_llm):
@@ -155,6 +167,37 @@ def test_a_reply_cut_at_its_token_bound_keeps_its_complete_facts_once_each(fake_
     retry = fake_llm.requests[-1]["body"]["messages"]
     assert retry[-2] == {"role": "assistant", "content": '{"facts": [{"text": "User lives in'}
     assert "no valid JSON" in retry[-1]["content"]
+
+
+def test_a_reply_still_coming_at_the_timeout_is_cancelled_not_sent_again(fake_llm):
+    import time
+
+    chat = OpenAIChat("m", base_url=fake_llm.base_url, timeout=1.0, max_retries=2)
+    fake_llm.fail("drip:0.25")  # 40 words a quarter of a second apart: 10 s of reply
+    fake_llm.enqueue(" ".join(["word"] * 40))
+    with pytest.raises(ModelUnavailable, match="still coming after 1 s .*cancelled"):
+        chat.complete([{"role": "user", "content": "hi"}])
+    assert fake_llm.requests[0]["body"]["stream"] is True and len(fake_llm.requests) == 1  # not sent again
+    for _ in range(40):  # the server sees the client go at its next word
+        if fake_llm.cancelled:
+            break
+        time.sleep(0.1)
+    assert fake_llm.cancelled == 1
+    fake_llm.enqueue('{"facts": []}')  # the next request is answered whole
+    assert chat.complete([{"role": "user", "content": "hi"}]) == '{"facts": []}'
+
+
+def test_streaming_can_be_switched_off_for_a_server_that_cannot_stream(fake_llm):
+    from memkit import Settings
+
+    env = {"MEMKIT_LLM_BASE_URL": fake_llm.base_url, "MEMKIT_LLM_MODEL": "m"}
+    assert Settings.from_env(env).chat_model().stream is True
+    chat = Settings.from_env({**env, "MEMKIT_LLM_STREAM": "0"}).chat_model()
+    fake_llm.enqueue('{"facts": []}')
+    assert chat.complete([{"role": "user", "content": "hi"}]) == '{"facts": []}'
+    assert "stream" not in fake_llm.requests[-1]["body"]
+    with pytest.raises(ConfigError, match="MEMKIT_LLM_STREAM='maybe' is not a switch"):
+        Settings.from_env({**env, "MEMKIT_LLM_STREAM": "maybe"})
 
 
 def test_max_tokens_is_configurable(monkeypatch):

@@ -13,7 +13,9 @@ import pytest
 
 from memkit import FactStore, Memory
 from memkit.config import Settings
+from memkit.errors import ModelUnavailable
 from memkit.eval.model_run import CONVERSATION, outcomes, play, written_twice
+from memkit.llm import OpenAIChat
 from memkit.memory import EXTRACT_ATTEMPTS
 from memkit.server import LlamaServer, packaged_model
 from memkit.types import EventKind
@@ -69,3 +71,22 @@ def test_a_real_server_that_crashes_loses_no_turn_and_extracts_none_twice(llama,
     asked = llama.requests()
     assert m.flush() == [] and llama.requests() == asked  # settled: nothing is asked again
     m.close()
+
+
+def test_a_reply_cancelled_at_the_timeout_stops_the_generation_on_the_server(llama):
+    # a long reply with a one-second bound: memkit hangs up, and llama.cpp's server stops generating (it logs
+    # the disconnect) instead of going on behind its model lock while the next request waits
+    import time
+
+    before = len(llama.log.read_text(errors="replace"))
+    chat = OpenAIChat("local", base_url=llama.base_url, timeout=1.0, max_tokens=1500)
+    with pytest.raises(ModelUnavailable, match="cancelled"):
+        chat.complete([{"role": "user", "content": "Write a very long story about a dragon who learns to cook, "
+                                                   "in at least 1000 words."}])
+    assert chat.sent == 1  # not sent again
+    for _ in range(100):
+        if "Disconnected from client" in llama.log.read_text(errors="replace")[before:]:
+            break
+        time.sleep(0.1)
+    assert "Disconnected from client" in llama.log.read_text(errors="replace")[before:]
+    assert OpenAIChat("local", base_url=llama.base_url, timeout=60.0).complete([{"role": "user", "content": "Say hi."}])
