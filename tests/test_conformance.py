@@ -71,3 +71,53 @@ def test_a_backend_that_mixes_owners_fails_the_check_that_says_so():
     bag.extras = frozenset({"migrate"})  # declared, not there
     with pytest.raises(AssertionError, match="declares 'migrate'"):
         check_vector_index(lambda: bag)
+
+
+class ByOwner:
+    """A third vector backend, written from docs/extending.md alone: vectors in a dict, one per owner."""
+
+    extras = frozenset()
+
+    def __init__(self, dimension: int = 384) -> None:
+        self.dimension = dimension
+        self.owners: dict[str, dict[tuple[str, str], list[float]]] = {}
+
+    def put(self, owner, user_id, part, ids, vectors):
+        self.owners.setdefault(owner, {}).update({(part, i): list(v) for i, v in zip(ids, vectors)})
+
+    def remove(self, owner, user_id, part, ids):
+        for i in ids:
+            self.owners.get(owner, {}).pop((part, i), None)
+
+    def nearest(self, owner, user_id, vector, n):
+        import numpy as np
+
+        items = list(self.owners.get(owner, {}).items())
+        if n <= 0 or not items:
+            return []
+        m = np.array([v for _, v in items], dtype=np.float32)
+        sims = m @ np.asarray(vector, dtype=np.float32) / np.linalg.norm(m, axis=1) / np.linalg.norm(vector)
+        return [(items[j][0][0], items[j][0][1], float(sims[j])) for j in np.argsort(-sims)[:n]]
+
+    def warm(self, owner, user_id):
+        pass
+
+    def drop(self, owner, user_id):
+        self.owners.pop(owner, None)
+
+    def close(self):
+        pass
+
+
+def test_a_third_backend_written_from_the_guide_passes_and_serves_a_memory(embedder):
+    from memkit import FactStore, Memory
+    from memkit.store.records import Records
+
+    assert check_vector_index(lambda: ByOwner(3)) == ALL
+    store = FactStore(ByOwner(), Records(), embedder=embedder)
+    with Memory(store=store) as memory:
+        memory.observe("alice", "s1", "user", "I prefer metric units.")
+        memory.observe("bob", "s1", "user", "I prefer imperial units.")
+        assert [f.text for f in store.profile("alice")] == ["User prefers metric units."]
+        ctx = memory.context("alice", "s2", "Which units should I use?", budget=200)
+        assert "metric" in ctx.text and "imperial" not in ctx.text  # within that user only
