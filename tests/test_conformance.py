@@ -10,7 +10,7 @@ import chromadb
 import pytest
 
 from memkit.store.chroma import ChromaIndex
-from memkit.store.conformance import check_vector_index
+from memkit.store.conformance import check_text_index, check_vector_index
 from memkit.store.postgres import PgVectorIndex
 from memkit.store.sql import Database
 
@@ -121,3 +121,56 @@ def test_a_third_backend_written_from_the_guide_passes_and_serves_a_memory(embed
         assert [f.text for f in store.profile("alice")] == ["User prefers metric units."]
         ctx = memory.context("alice", "s2", "Which units should I use?", budget=200)
         assert "metric" in ctx.text and "imperial" not in ctx.text  # within that user only
+
+
+TEXT_ALL = ["words_rank", "text_owners_apart", "text_replace_remove_drop", "fill"]
+
+
+@pytest.mark.parametrize("kind", ["memory", "disk", "postgres"])
+def test_every_text_index_memkit_ships_keeps_the_seams_promises(kind, tmp_path, request):
+    from memkit.store.lexicon import LexicalIndex
+    from memkit.store.postgres import PgTextIndex
+
+    if kind == "memory":
+        make = LexicalIndex
+    elif kind == "disk":
+        make = lambda: LexicalIndex(tmp_path / "words")  # noqa: E731
+    else:
+        url, ns = request.getfixturevalue("postgres_url"), f"cft{uuid.uuid4().hex[:8]}"
+        make = lambda: PgTextIndex(Database.postgres(url, ns))  # noqa: E731
+    assert check_text_index(make) == TEXT_ALL
+
+
+class Substrings:
+    """A text index that matches substrings of any owner's text: it breaks the isolation and ranking promises."""
+
+    filled = False
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[str, str], str] = {}
+
+    def mark_filled(self):
+        self.filled = True
+
+    def fill(self, rows):
+        for owner, part, ref, text in rows:
+            self.change(owner, part, [(ref, text)])
+
+    def change(self, owner, part, put, remove=()):
+        self.rows.update({(part, ref): text for ref, text in put})
+        for ref in remove:
+            self.rows.pop((part, ref), None)
+
+    def search(self, owner, part, query, k):
+        return [(ref, 1.0) for (p, ref), text in self.rows.items() if p == part and query.lower() in text.lower()][:k]
+
+    def drop(self, owner, parts):
+        self.rows.clear()
+
+    def close(self):
+        pass
+
+
+def test_a_text_index_that_matches_substrings_fails_the_check_that_says_so():
+    with pytest.raises(AssertionError, match="stemmed"):
+        check_text_index(Substrings)

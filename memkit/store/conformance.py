@@ -1,8 +1,10 @@
-"""What every ``VectorIndex`` promises, as checks a backend runs against itself (memkit's own run in
-tests/test_conformance.py on Chroma in memory, on disk and as a server, and on pgvector):
+"""What every ``VectorIndex`` and every ``TextIndex`` promises, as checks a backend runs against itself
+(memkit's own run in tests/test_conformance.py: Chroma in memory, on disk and as a server, and pgvector;
+tantivy in memory and on disk, and PostgreSQL's BM25):
 
-    from memkit.store.conformance import check_vector_index
+    from memkit.store.conformance import check_text_index, check_vector_index
     check_vector_index(lambda: MyIndex(...))  # AssertionError naming the first promise it breaks
+    check_text_index(lambda: MyWords(...))
 
 The base promises hold for every backend; each extra a backend declares in ``extras`` (``VECTOR_EXTRAS``) is
 checked to be there. ``make`` is called once per check, each on a fresh index (or the same one: the checks
@@ -15,7 +17,7 @@ import math
 import uuid
 from typing import Callable, Sequence
 
-from .base import VECTOR_EXTRAS, VectorIndex, owner_of
+from .base import VECTOR_EXTRAS, TextIndex, VectorIndex, owner_of
 
 
 def _unit(dimension: int, *weights: float) -> list[float]:
@@ -90,16 +92,83 @@ def _replace_remove_drop(index: VectorIndex) -> None:
 CHECKS: Sequence[Callable[[VectorIndex], None]] = (_declares, _nearest_first, _owners_apart, _replace_remove_drop)
 
 
-def check_vector_index(make: Callable[[], VectorIndex], close: bool = True) -> list[str]:
-    """Run every check on an index from ``make`` (closed after each when ``close``); the names of the checks
-    that passed, or ``AssertionError`` naming the first promise broken."""
+def _ids(hits: Sequence[tuple[str, float]]) -> list[str]:
+    return [i for i, _ in hits]
+
+
+def _words_rank(index: TextIndex) -> None:
+    owner, _ = _user()
+    index.change(owner, "episodes", [("a", "I painted a landscape of the lake"), ("b", "My cat is named Tom"),
+                                     ("c", "Painting landscapes, painting the lake again: painting every day")])
+    hits = index.search(owner, "episodes", "painting", 5)
+    assert sorted(_ids(hits)) == ["a", "c"], f"the items with the word (stemmed: painted, painting): {hits}"
+    assert _ids(hits)[0] == "c", f"the item that says it most ranks first: {hits}"
+    assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True), "best first"
+    assert len(index.search(owner, "episodes", "painting lake cat", 1)) == 1, "at most k"
+    assert index.search(owner, "episodes", "painting", 0) == [], "k = 0 finds nothing"
+    assert index.search(owner, "episodes", "what is it about", 5) == [], "a question of stopwords finds nothing"
+
+
+def _text_owners_apart(index: TextIndex) -> None:
+    (a, _), (b, _) = _user(), _user()
+    index.change(a, "facts", [("same-id", "User plays the cello")])
+    index.change(b, "facts", [("same-id", "User plays the violin")])
+    index.change(b, "episodes", [("e1", "cello lessons on Tuesday")])
+    assert _ids(index.search(b, "facts", "cello", 5)) == [], "an owner finds only its own"
+    assert _ids(index.search(a, "facts", "cello", 5)) == ["same-id"], "another owner's same id changed nothing"
+    assert _ids(index.search(b, "episodes", "cello", 5)) == ["e1"], "a part finds only its own"
+    assert index.search(_user()[0], "facts", "cello", 5) == [], "an owner with nothing finds nothing"
+
+
+def _text_replace_remove_drop(index: TextIndex) -> None:
+    (owner, _), (other, _) = _user(), _user()
+    index.change(owner, "facts", [("f1", "User lives in Oslo"), ("f2", "User lives in Lima")])
+    index.change(owner, "facts", [("f1", "User lives in Rome")])  # replaced, not added
+    assert _ids(index.search(owner, "facts", "Oslo", 5)) == [], "change replaces an id's text"
+    assert _ids(index.search(owner, "facts", "Rome", 5)) == ["f1"]
+    index.change(owner, "facts", [], remove=["f2", "never-put"])  # removing what is not there is no error
+    assert _ids(index.search(owner, "facts", "lives", 5)) == ["f1"], "remove takes the item out"
+    index.change(owner, "episodes", [("e1", "Rome in spring")])
+    index.change(other, "facts", [("f1", "User lives in Rome")])
+    index.drop(owner, ["facts"])
+    assert index.search(owner, "facts", "Rome", 5) == [], "drop takes the owner's parts out"
+    assert _ids(index.search(owner, "episodes", "Rome", 5)) == ["e1"], "and no other part"
+    assert _ids(index.search(other, "facts", "Rome", 5)) == ["f1"], "and no other owner's"
+
+
+def _fill(index: TextIndex) -> None:
+    (a, _), (b, _) = _user(), _user()
+    index.fill(iter([(a, "facts", "f1", "User prefers metric units"), (b, "episodes", "e1", "metric or imperial?")]))
+    assert _ids(index.search(a, "facts", "metric", 5)) == ["f1"], "fill indexes rows of any owners"
+    assert _ids(index.search(b, "episodes", "metric", 5)) == ["e1"]
+    index.fill(iter([]))  # nothing to fill is no error
+    index.mark_filled()
+    assert index.filled, "mark_filled() makes filled true"
+
+
+TEXT_CHECKS: Sequence[Callable[[TextIndex], None]] = (_words_rank, _text_owners_apart, _text_replace_remove_drop, _fill)
+
+
+def _run(checks: Sequence[Callable[[object], None]], make: Callable[[], object], close: bool) -> list[str]:
     passed = []
-    for check in CHECKS:
+    for check in checks:
         index = make()
         try:
             check(index)
         finally:
             if close:
-                index.close()
+                index.close()  # type: ignore[attr-defined]
         passed.append(check.__name__.strip("_"))
     return passed
+
+
+def check_vector_index(make: Callable[[], VectorIndex], close: bool = True) -> list[str]:
+    """Run every check on an index from ``make`` (closed after each when ``close``); the names of the checks
+    that passed, or ``AssertionError`` naming the first promise broken."""
+    return _run(CHECKS, make, close)  # type: ignore[arg-type]
+
+
+def check_text_index(make: Callable[[], TextIndex], close: bool = True) -> list[str]:
+    """The same for a ``TextIndex``: words ranked (BM25 or alike, stemmed, stopwords out), owners and parts
+    apart, change replaces and removes, drop, fill."""
+    return _run(TEXT_CHECKS, make, close)  # type: ignore[arg-type]
