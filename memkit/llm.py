@@ -164,12 +164,14 @@ class OpenAIChat:
 
     def _read_stream(self, chunks: Any, deadline: float) -> str:
         """The text of a streamed reply; cancelled (the connection closed) when it is still coming at
-        ``deadline``, or when the stream breaks: ``ModelUnavailable`` either way."""
-        parts = []
+        ``deadline``, or when the stream breaks or ends before its last chunk (the one with a finish reason):
+        ``ModelUnavailable`` either way, so a cut reply is never read as a whole one."""
+        parts, finished = [], False
         try:
             for chunk in chunks:
                 if chunk.choices and chunk.choices[0].delta and chunk.choices[0].delta.content:
                     parts.append(chunk.choices[0].delta.content)
+                finished = finished or bool(chunk.choices and chunk.choices[0].finish_reason)
                 if time.monotonic() > deadline:
                     raise ModelUnavailable(f"chat: the reply was still coming after {self.timeout:g} s "
                                            "(MEMKIT_LLM_TIMEOUT); cancelled")
@@ -182,6 +184,9 @@ class OpenAIChat:
             raise ModelUnavailable(f"chat: the reply's stream broke off ({type(e).__name__}: {e})") from e
         finally:
             chunks.close()  # at the deadline: the server sees the client go and stops generating
+        if not finished:
+            raise ModelUnavailable("chat: the endpoint's streamed reply ended before its last chunk "
+                                   f"({len(parts)} pieces received)")
         return "".join(parts)
 
     def _level_for(self, json_mode: "bool | dict[str, Any]") -> str:

@@ -17,8 +17,8 @@ class FakeOpenAI:
     def __init__(self, embed_dim: int = 8, reject_json_mode: bool = False, reject_schema: bool = False,
                  like_llama_cpp: bool = False) -> None:
         self.replies: list[str] = []
-        # "500", "429", "empty", "slow:<seconds>", "400", or "drip:<seconds>" (a streamed reply, one word per
-        # <seconds>): one per request, in order
+        # "500", "429", "empty", "slow:<seconds>", "400", "drip:<seconds>" (a streamed reply, one word per
+        # <seconds>) or "cut" (a streamed reply that stops halfway, before its last chunk): one per request, in order
         self.faults: list[str] = []
         self.cancelled = 0  # streamed replies the client hung up on before their end
         self.requests: list[dict[str, Any]] = []
@@ -37,10 +37,12 @@ class FakeOpenAI:
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 fake.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
-                drip = 0.0
+                drip, cut = 0.0, False
                 if fake.faults:
                     fault = fake.faults.pop(0)
-                    if fault.startswith("drip:"):
+                    if fault == "cut":
+                        cut = True
+                    elif fault.startswith("drip:"):
                         drip = float(fault[5:])
                     elif fault.startswith("slow:"):
                         import time
@@ -65,7 +67,7 @@ class FakeOpenAI:
                         return self._send(400, {"error": {"message": "response_format not supported", "type": "invalid_request_error"}})
                     content = fake.replies.pop(0) if fake.replies else '{"facts": []}'
                     if body.get("stream"):
-                        return self._stream(body["model"], content, drip)
+                        return self._stream(body["model"], content, drip, cut)
                     return self._send(200, {
                         "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
                         "choices": [{"index": 0, "finish_reason": "stop",
@@ -78,7 +80,7 @@ class FakeOpenAI:
                                             "usage": {"prompt_tokens": 1, "total_tokens": 1}})
                 self._send(404, {"error": {"message": "not found"}})
 
-            def _stream(self, model: str, content: str, drip: float) -> None:
+            def _stream(self, model: str, content: str, drip: float, cut: bool = False) -> None:
                 """The reply as server-sent events, a word at a time (``drip`` seconds apart), as
                 llama.cpp's servers stream; a client that hangs up is counted in ``cancelled``."""
                 import re
@@ -88,6 +90,14 @@ class FakeOpenAI:
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
                 words = re.findall(r"\S+\s*|\s+", content) or [""]
+                if cut:  # the first half, and the connection closes: no last chunk, no [DONE]
+                    for word in words[:max(1, len(words) // 2)]:
+                        chunk = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": model,
+                                 "choices": [{"index": 0, "delta": {"content": word}, "finish_reason": None}]}
+                        self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                    self.wfile.flush()
+                    self.close_connection = True
+                    return
                 try:
                     for i, word in enumerate(words):
                         chunk = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": model,

@@ -187,6 +187,18 @@ def test_a_reply_still_coming_at_the_timeout_is_cancelled_not_sent_again(fake_ll
     assert chat.complete([{"role": "user", "content": "hi"}]) == '{"facts": []}'
 
 
+def test_a_stream_that_stops_before_its_last_chunk_is_a_fault_not_a_reply(fake_llm, embedder):
+    good = json.dumps({"facts": [GOOD["facts"][0], GOOD["facts"][0]]})
+    fake_llm.fail("cut")
+    fake_llm.enqueue(good)
+    m = Memory(store=FactStore.ephemeral(embedder), extractor=LLMExtractor(OpenAIChat("m", base_url=fake_llm.base_url)))
+    (event,) = m.observe("u", "s", "user", "I prefer metric units.", turn_id="t1")
+    assert event.kind == EventKind.ERROR and "ended before its last chunk" in event.reason
+    assert [t.id for _, t, _ in m.pending_turns] == ["t1"]  # waits for flush(), not settled on half a reply
+    fake_llm.enqueue(good)
+    assert [e.kind for e in m.flush()] == [EventKind.ADD] and m.pending_turns == []
+
+
 def test_streaming_can_be_switched_off_for_a_server_that_cannot_stream(fake_llm):
     from memkit import Settings
 
