@@ -32,6 +32,7 @@ class Settings:
     max_tokens: int = DEFAULT_MAX_TOKENS  # MEMKIT_LLM_MAX_TOKENS, the longest reply a request allows
     stream: bool = True        # MEMKIT_LLM_STREAM=0: whole replies, for a server that cannot stream
     embed_cache: str | None = None  # MEMKIT_EMBED_CACHE: an embedding-cache file (memkit/embed_cache.py); unset: none
+    offline_embedder: str = "minilm"  # MEMKIT_EMBEDDER: the offline embedder's registered name (minilm, e5)
 
     @property
     def offline(self) -> bool:
@@ -51,6 +52,7 @@ class Settings:
             max_tokens=int(_number(env, "MEMKIT_LLM_MAX_TOKENS", DEFAULT_MAX_TOKENS, int)),
             stream=_flag(env, "MEMKIT_LLM_STREAM", True),
             embed_cache=env.get("MEMKIT_EMBED_CACHE") or None,
+            offline_embedder=env.get("MEMKIT_EMBEDDER") or "minilm",
         )
 
     def chat_model(self) -> Any:
@@ -64,12 +66,13 @@ class Settings:
                           stream=self.stream)
 
     def embedder(self) -> Any:
-        """The configured embedder: an OpenAI-compatible one, or the process's one offline MiniLM
-        (``embed.shared_embedder``); behind the embedding cache when ``MEMKIT_EMBED_CACHE`` names a file."""
+        """The configured embedder: an OpenAI-compatible one, or the process's one offline embedder
+        (``embed.shared_embedder``, MiniLM unless ``MEMKIT_EMBEDDER`` names another); behind the embedding
+        cache when ``MEMKIT_EMBED_CACHE`` names a file."""
         from .embed import OpenAIEmbedder, shared_embedder
 
         if self.embed is None:
-            embedder: Any = shared_embedder()
+            embedder: Any = shared_embedder(self.offline_embedder)
         else:
             embedder = OpenAIEmbedder(model=self.embed.model, base_url=self.embed.base_url,
                                       api_key_env=self.embed.api_key_env, dimension=self.embed_dimension,

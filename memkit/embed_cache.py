@@ -22,6 +22,8 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from chromadb.api.types import EmbeddingFunction
+
 from .embed import identity
 from .errors import CacheUnavailable
 from .store.sql import connect_sqlite
@@ -211,6 +213,24 @@ class CachedEmbedder:
             self.embedded += len(fresh)
             if not dim:
                 self.dimension = dim = len(next(iter(fresh.values())))
+            self.cache.put(fresh)
+            found.update(fresh)
+        return [found[k] for k in keys]
+
+    def embed_query(self, input: Sequence[str] | str) -> list[np.ndarray]:
+        """Questions: cached under a key of their own when the wrapped embedder embeds them differently."""
+        from .embed import embed_queries
+
+        texts = [input] if isinstance(input, str) else list(input)
+        own = type(self.inner).embed_query is not EmbeddingFunction.embed_query if hasattr(self.inner, "embed_query") else False
+        if not own:
+            return self(texts)
+        keys = [self.cache.key(self._ident + " query", t) for t in texts]
+        found = self.cache.get(list(dict.fromkeys(keys)), self.dimension or 0) if self.dimension else {}
+        todo = {k: t for k, t in zip(keys, texts) if k not in found}
+        if todo:
+            fresh = {k: np.asarray(v, dtype=np.float32) for k, v in zip(todo, embed_queries(self.inner, list(todo.values())))}
+            self.embedded += len(fresh)
             self.cache.put(fresh)
             found.update(fresh)
         return [found[k] for k in keys]

@@ -7,8 +7,9 @@ path: ``Memory(policy=name)``, the strategy ``two-layer:<name>``, the bench runn
 up here. An unknown name lists the known ones; a misspelt option is a ``ConfigError``.
 
 Each registered class says what it is: ``name``; ``needs_model`` (True: it is built with the configured chat
-model, ``model=``); a strategy's ``budget_free`` and ``keeps_facts``. Embedders are not built per component:
-every store without one shares ``embed.shared_embedder()``.
+model, ``model=``); a strategy's ``budget_free`` and ``keeps_facts``. Embedders are looked up here by name
+too (``minilm``, ``e5``), but not built per component: every store without one shares
+``embed.shared_embedder(name)``.
 """
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ from .errors import ConfigError
 if TYPE_CHECKING:
     from .reconcile import Policy
 
-KINDS = ("policy", "extractor", "summarizer", "strategy")
+KINDS = ("policy", "extractor", "summarizer", "strategy", "embedder")
 # A strategy name of this prefix is two-layer memory under the policy it names: the factory registered under
 # the bare prefix, given ``policy=``
 TWO_LAYER = "two-layer:"
 # the modules whose components register themselves, loaded before the first lookup
-BUILT_IN = ("memkit.rules", "memkit.extract", "memkit.summarize", "memkit.reconcile", "memkit.strategies")
+BUILT_IN = ("memkit.rules", "memkit.extract", "memkit.summarize", "memkit.reconcile", "memkit.strategies",
+            "memkit.embed")
 _REGISTRY: dict[str, dict[str, Callable[..., Any]]] = {kind: {} for kind in KINDS}
 _loaded = False
 

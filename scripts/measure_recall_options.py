@@ -115,6 +115,7 @@ def main() -> None:
     ap.add_argument("--out", default="results/recall-options")
     ap.add_argument("--jobs", type=int, default=1, help="processes, as memkit bench --jobs")
     ap.add_argument("--embed-cache", default=None, help="an embedding-cache file, as memkit bench --embed-cache")
+    ap.add_argument("--embedder", default="minilm", help="the offline embedder, as memkit bench --embedder")
     args = ap.parse_args()
     if args.data:
         convs = [c for p in expand(args.data) for c in load(p, args.format)]
@@ -131,7 +132,7 @@ def main() -> None:
         options = dict(options)
         store = postgres_url() if options.pop("store", False) else None
         _, summary, _ = run(convs, [strategy], budget=budgets, per_turn_tokens=False, store=store, jobs=args.jobs,
-                            embed_cache=args.embed_cache, **options)
+                            embed_cache=args.embed_cache, embedder=args.embedder, **options)
         for _, r in summary[summary["type"] == "all"].iterrows():
             rows.append({"variant": label, "budget": r["budget"], "evidence_recall": r["evidence_recall"],
                          "ci_low": r.get("evidence_recall_ci_low"), "ci_high": r.get("evidence_recall_ci_high"),

@@ -146,3 +146,61 @@ def test_batches_hold_every_text_once_within_the_bounds_and_cost_less_than_filli
     lengths = [20] * 7 + [120] + [128] * 16
     assert cost(lengths, batches(lengths, 32)) < cost(lengths, filled(lengths, 32))
     assert batches([], 32) == []
+
+
+def test_the_e5_embedder_asks_questions_as_queries_and_stores_passages():
+    from memkit.embed import E5Embedder, embed_queries
+
+    e5 = E5Embedder()
+    passages = np.array(e5(["I moved to Toronto for a data science job.", "My cat is named Tom."]))
+    (query,) = np.array(embed_queries(e5, ["Where does she work?"]))
+    assert passages.shape == (2, 384) and abs(np.linalg.norm(query) - 1) < 1e-4
+    assert passages[0] @ query > passages[1] @ query
+    assert float(np.array(e5(["Where does she work?"]))[0] @ query) < 0.999  # "query: " is not "passage: "
+    chinese = np.array(e5(["我在多伦多做数据科学家。", "我的猫叫汤姆。"]))  # multilingual: Chinese too
+    (asked,) = np.array(embed_queries(e5, ["她在哪里工作？"]))
+    assert chinese[0] @ asked > chinese[1] @ asked
+    assert E5Embedder.build_from_config(e5.get_config()).name() == "memkit-e5-small-q4"
+    assert e5.truncates("word " * 600) and not e5.truncates("a short line")
+
+
+def test_a_store_and_a_bench_run_take_the_offline_embedder_by_name(tmp_path):
+    from memkit import FactStore, Settings
+    from memkit.embed import E5Embedder, identity, shared_embedder
+    from memkit.embed_cache import CachedEmbedder
+    from memkit.errors import ConfigError, EmbedderMismatch
+
+    e = Settings.from_env({"MEMKIT_EMBEDDER": "e5", "MEMKIT_EMBED_CACHE": str(tmp_path / "c.sqlite3")}).embedder()
+    assert isinstance(e, CachedEmbedder) and isinstance(e.inner, E5Embedder)
+    asked = e.embed_query(["Where does she work?"])
+    assert e.embedded == 1 and np.allclose(e.embed_query(["Where does she work?"])[0], asked[0])
+    assert e.embedded == 1 and not np.allclose(e(["Where does she work?"])[0], asked[0])  # a passage: its own key
+    with pytest.raises(ConfigError, match="unknown embedder 'e6'.*'minilm', 'e5'"):
+        shared_embedder("e6")
+    from memkit import Fact
+    from memkit.eval.datasets import load
+    from memkit.eval.runner import run
+
+    store = FactStore.persistent(str(tmp_path / "s"), shared_embedder("e5"))
+    store.upsert("u", [Fact("f1", "u", "User works in Toronto as a data scientist.")])
+    assert [h.fact.id for h in store.search("u", "Where does the user work?")] == ["f1"]
+    store.close()
+    wrong = FactStore.persistent(str(tmp_path / "s"), shared_embedder("minilm"))
+    with pytest.raises(EmbedderMismatch):  # a store written by one embedder refuses the other (both 384-d)
+        wrong.search("u", "Where does the user work?")
+    wrong.close()
+    assert identity(shared_embedder("e5")) != identity(shared_embedder("minilm"))
+
+    convs = load(Path(__file__).parent / "data" / "realtalk", "realtalk")
+    from memkit.eval.execution import texts_to_embed
+
+    turns = texts_to_embed([(c, "rag:dense", [200]) for c in convs], 128)
+    results = run(convs, ["rag:dense"], budget=200, per_turn_tokens=False, embedder="e5",
+                  embed_cache=tmp_path / "run.sqlite3")[0]
+    assert len(results) > 0
+    from memkit.embed_cache import cached
+
+    assert cached(E5Embedder(), tmp_path / "run.sqlite3").missing(turns) == []  # the run embedded with e5
+    assert len(cached(MiniLMEmbedder(), tmp_path / "run.sqlite3").missing(turns)) == len(set(turns))  # only
+    with pytest.raises(ConfigError, match="unknown embedder"):
+        run(convs, ["rag:dense"], budget=200, embedder="e6")

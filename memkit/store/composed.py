@@ -248,7 +248,9 @@ class FactStore:
 
     def embed_query(self, query: str) -> list[float]:
         """The query's vector, computed once and shared by the dense searches of one read."""
-        return list(map(float, self.embedder([query])[0]))
+        from ..embed import embed_queries
+
+        return list(map(float, embed_queries(self.embedder, [query])[0]))
 
     def dense(self, user_id: str, vector: Sequence[float], depths: dict[str, int],
               session: str | None = None) -> dict[str, list[tuple[str, float]]]:

@@ -1,0 +1,1 @@
+python scripts/measure_embedders.py --turns 48 --queries 100 --rounds 2 --out docs/results/embedders
