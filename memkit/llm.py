@@ -178,7 +178,10 @@ class OpenAIChat:
         except ModelUnavailable:
             raise
         except Exception as e:  # noqa: BLE001 - a broken or stalled stream (httpx's errors are not openai's)
-            if "timeout" in type(e).__name__.lower() or "timed out" in str(e).lower():
+            import httpx
+            import openai
+
+            if isinstance(e, (httpx.TimeoutException, openai.APITimeoutError)):
                 raise ModelUnavailable(f"chat: the reply stalled for {self.timeout:g} s (MEMKIT_LLM_TIMEOUT); "
                                        "cancelled") from e
             raise ModelUnavailable(f"chat: the reply's stream broke off ({type(e).__name__}: {e})") from e
