@@ -49,7 +49,7 @@ class BudgetPlan:
     page: int
 
 
-def plan(budget: int, window: Sequence[int], documents: bool, document_share: float, window_share: float,
+def plan_budget(budget: int, window: Sequence[int], documents: bool, document_share: float, window_share: float,
          profile_tokens: int, depth: int) -> BudgetPlan:
     """The shares of ``budget`` for a session whose window holds turns of ``window`` tokens (oldest first)."""
     doc = int(budget * document_share) if documents else 0

@@ -19,7 +19,7 @@ from .episodic import EpisodicBuffer, SessionStore
 from .errors import ConfigError, ExtractionError, ModelUnavailable, StoreUnavailable
 from .extract import Extractor, LLMExtractor
 from .store import BULK_SIZE, DEFAULT_FLOOR, FactStore
-from .budget import plan as budget_plan
+from .budget import plan_budget
 from .recall import RecallOptions, dense_rankings, fact_hits, recall
 from .rules import RuleExtractor, attribute
 from .summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
@@ -309,7 +309,7 @@ class Memory:
         docs = self._docs.submit(self.retriever, query) if self.retriever else None
         summary, window = buf.summary, list(buf.window)  # the episodic read: the session's buffer, in memory
         in_session = {t.id for t in buf.turns}
-        plan = budget_plan(budget, [t.tokens for t in window], docs is not None, self.document_share,
+        plan = plan_budget(budget, [t.tokens for t in window], docs is not None, self.document_share,
                            self.window_share, self.profile_tokens, self.recall_options.depth)
         asked = validate.time_point("now", now) if now is not None else window[-1].time if window else clock()
         when = timeframe.parse(query, asked) if self.recall_options.timeframes else None

@@ -145,13 +145,13 @@ def test_a_change_of_mind_said_as_a_negation_supersedes_the_old_fact(embedder):
 
 
 def test_the_budget_plan_shares_a_read_before_anything_is_read():
-    from memkit.budget import plan
+    from memkit.budget import plan_budget
 
-    p = plan(1000, [50, 30, 400], documents=True, document_share=0.25, window_share=0.3, profile_tokens=150, depth=50)
+    p = plan_budget(1000, [50, 30, 400], documents=True, document_share=0.25, window_share=0.3, profile_tokens=150, depth=50)
     assert (p.documents, p.memory) == (250, 750)
     assert (p.newest, p.reserve) == (400, 400)  # the newest turn whole, beyond the window's 30% share
     assert (p.profile, p.episode_depth, p.page) == (112, 100, 100)  # profile at most 15% of what is left
-    small = plan(100, [], False, 0.25, 0.3, 150, 50)
+    small = plan_budget(100, [], False, 0.25, 0.3, 150, 50)
     assert (small.documents, small.reserve, small.profile, small.episode_depth, small.page) == (0, 0, 15, 50, 10)
 
 
