@@ -37,6 +37,8 @@ VARIANTS: dict[str, tuple[str, dict]] = {
     "rag:hybrid (rrf k=10)": ("rag:hybrid", {"recall": RecallOptions(rrf_k=10)}),
     "rag:hybrid (rrf k=2)": ("rag:hybrid", {"recall": RecallOptions(rrf_k=2)}),
     "two-layer (defaults)": ("two-layer:keyed", {}),
+    "two-layer, rrf k=2": ("two-layer:keyed", {"recall": RecallOptions(rrf_k=2)}),
+    "two-layer, rrf k=30": ("two-layer:keyed", {"recall": RecallOptions(rrf_k=30)}),
     "two-layer, lexical 0.5 : dense 1": ("two-layer:keyed", {"recall": RecallOptions(weights=(("lexical", 0.5), ("dense", 1.0)))}),
     "two-layer, lexical 1 : dense 0.5": ("two-layer:keyed", {"recall": RecallOptions(weights=(("lexical", 1.0), ("dense", 0.5)))}),
     "two-layer, depth 50": ("two-layer:keyed", {"recall": RecallOptions(depth=50)}),
@@ -105,6 +107,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", nargs="+", default=None, help="real conversations (as memkit bench --data)")
     ap.add_argument("--format", default=None, help="their format (as memkit bench --format)")
+    ap.add_argument("--limit", type=int, default=None, help="the first N conversations only (as memkit bench --limit)")
     ap.add_argument("--name", default=None, help="the CSV's name (default: options-seed<SEED>)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--suite", choices=["chats", "assistant"], default="chats", help="the suite to generate")
@@ -118,7 +121,7 @@ def main() -> None:
     ap.add_argument("--embedder", default="minilm", help="the offline embedder, as memkit bench --embedder")
     args = ap.parse_args()
     if args.data:
-        convs = [c for p in expand(args.data) for c in load(p, args.format)]
+        convs = [c for p in expand(args.data) for c in load(p, args.format)][:args.limit]
     else:
         if args.seed == 0:
             raise SystemExit("seed 0 is the reported suite: choose options on another seed")
