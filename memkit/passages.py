@@ -10,7 +10,7 @@ import re
 
 from . import tokens
 
-PASSAGE_TOKENS = 128  # Memory's default passage size (tokens), chosen on the dev split (docs/decisions.md, "Long turns as passages")
+PASSAGE_TOKENS = 64  # Memory's default passage size (tokens), chosen on the dev splits (docs/decisions.md, "Long turns as passages")
 
 # Sentence ends (Latin and CJK punctuation) and line breaks: where a passage may end.
 _BREAK = re.compile(r"(?<=[.!?。！？])\s+|\n+")

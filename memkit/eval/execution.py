@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from ..errors import ConfigError
+from ..passages import PASSAGE_TOKENS
 from .conversation import run_conversation, scoped
 
 Job = tuple[Any, str, list[int]]  # (conversation, strategy, budgets)
@@ -189,7 +190,7 @@ class Parts:
 
 
 def run_jobs(todo: Sequence[Job], where: Any, kwargs: dict[str, Any], jobs: int = 1, scheduler: str | None = None,
-             parts: Parts | None = None, progress: bool = False, passage_tokens: int = 128,
+             parts: Parts | None = None, progress: bool = False, passage_tokens: int = PASSAGE_TOKENS,
              recycle: int = RECYCLE) -> list[Any]:
     """Every job's ``(rows, stats)``, in job order: those ``parts`` already holds, and the rest run on ``where``
     (a ``StoreSpec``; or a ``FactStore`` shared by the jobs, in this process only), after the cache warm-up;
