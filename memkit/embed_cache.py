@@ -199,8 +199,20 @@ class CachedEmbedder:
         self.embedded = 0  # texts this wrapper sent to the encoder
 
     def __call__(self, input: Sequence[str] | str) -> list[np.ndarray]:
+        return self._through(input, self._ident, self.inner)
+
+    def embed_query(self, input: Sequence[str] | str) -> list[np.ndarray]:
+        """Questions: cached under a key of their own when the wrapped embedder embeds them differently
+        (its own ``embed_query``, as e5's ``query:``), else as any text."""
+        if type(self.inner).embed_query is EmbeddingFunction.embed_query or not hasattr(self.inner, "embed_query"):
+            return self(input)
+        return self._through(input, self._ident + " query", self.inner.embed_query)
+
+    def _through(self, input: Sequence[str] | str, ident: str, encode: Any) -> list[np.ndarray]:
+        """``input``'s vectors under keys of ``ident``: those the cache holds, the rest from ``encode`` (each
+        distinct text once) and then kept."""
         texts = [input] if isinstance(input, str) else list(input)
-        keys = [self.cache.key(self._ident, t) for t in texts]
+        keys = [self.cache.key(ident, t) for t in texts]
         dim = self.dimension or 0
         found = self.cache.get(list(dict.fromkeys(keys)), dim) if dim else {}
         todo: dict[bytes, str] = {}
@@ -208,29 +220,11 @@ class CachedEmbedder:
             if k not in found:
                 todo.setdefault(k, t)  # a text repeated within the call is embedded once
         if todo:
-            vectors = self.inner(list(todo.values()))
+            vectors = encode(list(todo.values()))
             fresh = {k: np.asarray(v, dtype=np.float32) for k, v in zip(todo, vectors)}
             self.embedded += len(fresh)
             if not dim:
                 self.dimension = dim = len(next(iter(fresh.values())))
-            self.cache.put(fresh)
-            found.update(fresh)
-        return [found[k] for k in keys]
-
-    def embed_query(self, input: Sequence[str] | str) -> list[np.ndarray]:
-        """Questions: cached under a key of their own when the wrapped embedder embeds them differently."""
-        from .embed import embed_queries
-
-        texts = [input] if isinstance(input, str) else list(input)
-        own = type(self.inner).embed_query is not EmbeddingFunction.embed_query if hasattr(self.inner, "embed_query") else False
-        if not own:
-            return self(texts)
-        keys = [self.cache.key(self._ident + " query", t) for t in texts]
-        found = self.cache.get(list(dict.fromkeys(keys)), self.dimension or 0) if self.dimension else {}
-        todo = {k: t for k, t in zip(keys, texts) if k not in found}
-        if todo:
-            fresh = {k: np.asarray(v, dtype=np.float32) for k, v in zip(todo, embed_queries(self.inner, list(todo.values())))}
-            self.embedded += len(fresh)
             self.cache.put(fresh)
             found.update(fresh)
         return [found[k] for k in keys]
