@@ -15,7 +15,7 @@ from .budget import BudgetPlan, profile_rows
 from .rules import slug
 from .store import FactStore
 from .store.base import episode_items
-from .subject import ROLES, USER, Subject, name_words, named, without_words
+from .subject import ROLES, USER, Subject, name_words, named, named_all, without_words
 from .timeframe import Timeframe
 from .types import Episode, Fact, Hit, Recalled
 
@@ -44,6 +44,9 @@ class RecallOptions:
     # and, off (the default), the lexical channel searches without the words that named them: every line of theirs
     # has those words, and the ranking above carries them (docs/decisions.md, "The person a question names")
     subject_words: bool = False
+    # and the dense channel too searches without the names of the people a question names (not without the
+    # first person of a user's question); True keeps them (docs/decisions.md, "Names in the dense query")
+    dense_names: bool = False
 
     def __post_init__(self) -> None:
         unknown = set(self.channels) - set(CHANNELS)
@@ -96,34 +99,59 @@ def recall_episodes(store: FactStore, user_id: str, query: str, dense: Sequence[
     floor: they compete on rank. With a ``timeframe`` (``memkit/timeframe.py``) a third ranking joins the
     fusion: the turns said in its window, or the recalled turns newest or oldest first. The episodes are read
     by id from their records, ``page`` ids at a time (None: all at once). ``session`` is the reader's own
-    (``FactStore.lexical``)."""
-    scored, _, _ = _scored_episodes(store, user_id, query, dense, options, session, timeframe)
+    (``FactStore.lexical``). ``dense`` are the dense channel's hits for ``query`` itself (``recall`` searches
+    that channel without the names the question gives)."""
+    scored, _, _, _ = _scored_episodes(store, user_id, query, lambda q: dense, options, session, timeframe)
     return _fetched(fuse(_ids(scored), options), dict(dense or ()), lambda refs: _episodes(store, user_id, refs), page)
 
 
-def _scored_episodes(store: FactStore, user_id: str, query: str, dense: Sequence[tuple[str, float]] | None,
-                     options: RecallOptions, session: str | None, timeframe: Timeframe | None
-                     ) -> tuple[dict[str, list[tuple[str, float]]], Subject | None, str]:
-    """The episodes' channels (``_scored``); with a ``timeframe`` the time ranking of what they found; and when
-    the question names one of the people who said what they found, those people's turns of it (``subject``),
-    with the person, and the query the lexical channel searched (without the person's name when
-    ``options.subject_words`` is off)."""
-    scored = _scored(store, user_id, "episodes", query, dense, options, -math.inf, session)
+def _scored_episodes(store: FactStore, user_id: str, query: str,
+                     dense_for: Callable[[str], Sequence[tuple[str, float]] | None], options: RecallOptions,
+                     session: str | None, timeframe: Timeframe | None
+                     ) -> tuple[dict[str, list[tuple[str, float]]], Subject | None, str, str]:
+    """The episodes' channels (``_scored``; ``dense_for(q)``: the dense channel's hits for a query, None when
+    it is off); with a ``timeframe`` the time ranking of what they found; and when the question names one of
+    the people who said what they found, those people's turns of it (``subject``), with the person. Also the
+    query each channel searched (lexical, dense).
+
+    Unless ``options.subject_words``, the channels search without the words that named people: every line
+    of a person carries their name (``store.base.episode_text``), so a name ranks that person's short lines
+    up, and the ranking of their turns carries it. The people a question names (one or several) are found
+    among the speakers of what the lexical channel finds for the whole question, and then both channels
+    search without their names (the dense one keeps them with ``options.dense_names``). The user of a
+    first-person question ("my app") is found among what both channels found, and only the lexical
+    channel then searches without the first person."""
+    lexical = "lexical" in options.channels
+    whole = store.lexical(user_id, "episodes", query, options.depth, session) if lexical else []
+    said = _speakers(store, user_id, [i for i, _ in whole]) if options.subjects and whole else {}
+    named_people = _people(store, user_id, query, set(said.values()))[1] if said else {}
+    lexical_query = _without(query, set().union(*(name_words(w) | name_words(p) for p, w in named_people.items()))) \
+        if named_people and not options.subject_words else query
+    dense_query = query if options.dense_names else lexical_query
+    scored: dict[str, list[tuple[str, float]]] = {}
+    dense = dense_for(dense_query) if "dense" in options.channels else None
+    if dense is not None:
+        scored["dense"] = list(dense)
+    if lexical:
+        scored["lexical"] = whole if lexical_query == query else \
+            store.lexical(user_id, "episodes", lexical_query, options.depth, session)
     found = [i for i, _, _ in fuse(_ids(scored), options)]
-    subject, lexical_query = None, query
+    subject = None
     if options.subjects and found:
-        said = {r: e.speaker for r, e in _episodes(store, user_id, found).items()}
-        subject = _subject(store, user_id, query, set(said.values()))
-        if subject is not None and not options.subject_words and "lexical" in scored:
-            lexical_query = without_words(query, name_words(subject.word) | name_words(subject.speaker))
-            scored["lexical"] = store.lexical(user_id, "episodes", lexical_query, options.depth, session)
-            found = [i for i, _, _ in fuse(_ids(scored), options)]
-            said |= {r: e.speaker for r, e in _episodes(store, user_id, [r for r in found if r not in said]).items()}
+        said |= _speakers(store, user_id, [r for r in found if r not in said])
+        subject = _people(store, user_id, query, set(said.values()))[0]
+        if subject is not None and lexical_query == query and not options.subject_words and lexical:
+            # the first person of a user's question (or a person only the dense channel found)
+            lexical_query = _without(query, name_words(subject.word) | name_words(subject.speaker))
+            if lexical_query != query:
+                scored["lexical"] = store.lexical(user_id, "episodes", lexical_query, options.depth, session)
+                found = [i for i, _, _ in fuse(_ids(scored), options)]
+                said |= _speakers(store, user_id, [r for r in found if r not in said])
         if subject is not None:
             scored["subject"] = [(r, 0.0) for r in found if said.get(r) == subject.speaker]
     if timeframe is not None:
         scored["time"] = [(r, 0.0) for r in _by_time(store, user_id, found, timeframe, options.depth, session)]
-    return scored, subject, lexical_query
+    return scored, subject, lexical_query, dense_query
 
 
 def _facts_about(store: FactStore, user_id: str, subject: Subject, scored: dict[str, list[tuple[str, float]]],
@@ -135,15 +163,27 @@ def _facts_about(store: FactStore, user_id: str, subject: Subject, scored: dict[
     return {f.id for f in store.profile(user_id, ids=found) if (f.key or "").startswith(prefix)}
 
 
-def _subject(store: FactStore, user_id: str, query: str, speakers: set[str]) -> Subject | None:
-    """The one person of ``speakers`` the question names, by name or by the name their ``<person>.name`` fact
-    gives ("I'm Kate": ``emi.name`` = Kate)."""
+def _people(store: FactStore, user_id: str, query: str, speakers: set[str]) -> tuple[Subject | None, dict[str, str]]:
+    """The one person of ``speakers`` the question is about, by name or by the name their ``<person>.name``
+    fact gives ("I'm Kate": ``emi.name`` = Kate), or the user of a first-person question to a user–assistant
+    memory; and everyone of ``speakers`` it names (``subject.named_all``)."""
     people = sorted(s for s in speakers if s.lower() not in ROLES)
     if not people:
-        return named(query, sorted(speakers))  # a user-assistant memory: a first-person question is the user's
+        return named(query, sorted(speakers)), {}  # a user-assistant memory: a first-person question is the user's
     keys = {f"{slug(p)}.name": p for p in people}
     aliases = {f.value: keys[f.key] for f in store.profile(user_id, keys=sorted(keys)) if f.value and f.key in keys}
-    return named(query, people, aliases)
+    return named(query, people, aliases), named_all(query, people, aliases)
+
+
+def _speakers(store: FactStore, user_id: str, refs: Sequence[str]) -> dict[str, str]:
+    """Who said each of the episodes ``refs``: ``{ref: speaker}``."""
+    return {r: e.speaker for r, e in _episodes(store, user_id, refs).items()}
+
+
+def _without(query: str, words: set[str]) -> str:
+    """``query`` without ``words`` (``subject.without_words``), or the whole query if nothing else is left."""
+    stripped = without_words(query, words)
+    return stripped if stripped.strip() else query
 
 
 def _episodes(store: FactStore, user_id: str, refs: Sequence[str]) -> dict[str, Episode]:
@@ -261,15 +301,24 @@ def recall(store: FactStore, policy: "Policy", user_id: str, session_id: str, qu
     session's own pending turns left pending. Also the person the question names, if it names one."""
     if not query.strip():
         return fact_hits(store, policy, user_id, query, None, k, floor, plan.profile, options), iter(()), None
-    vector = store.embed_query(query) if "dense" in options.channels else None
     deeper = replace(options, depth=plan.episode_depth)
     depths = {part: d for part, d, wanted in (("facts", options.depth, facts), ("episodes", deeper.depth, episodes))
               if wanted}
-    dense = dense_rankings(store, user_id, vector, depths, options, session_id)
+    searched: dict[str, dict[str, list[tuple[str, float]]]] = {}
+
+    def dense_for(q: str) -> dict[str, list[tuple[str, float]]]:
+        # one dense query of both parts per text searched (a question that names people is searched without them)
+        if q not in searched:
+            vector = store.embed_query(q) if "dense" in options.channels else None
+            searched[q] = dense_rankings(store, user_id, vector, depths, options, session_id)
+        return searched[q]
+
     # facts and episodes on one list: each item's fused score is its place among both, so the packer takes
     # them in one order and a fact is shown only where it outranks the episodes (assemble.pack_memory)
-    scored, subject, lexical_query = _scored_episodes(store, user_id, query, dense.get("episodes"), deeper,
-                                                      session_id, timeframe) if episodes else ({}, None, query)
+    scored, subject, lexical_query, dense_query = _scored_episodes(
+        store, user_id, query, lambda q: dense_for(q).get("episodes"), deeper, session_id, timeframe) \
+        if episodes else ({}, None, query, query)
+    dense = dense_for(dense_query)
     # the facts' lexical channel searches what the episodes' did, so their scores rank on one list
     scored_facts = _scored(store, user_id, "facts", lexical_query, dense.get("facts"), options, floor, None) \
         if facts else {}

@@ -48,6 +48,19 @@ def named(query: str, speakers: Iterable[str], aliases: Mapping[str, str] | None
     """The one person of ``speakers`` that ``query`` names, by a word of their name or by an alias
     (``{alias: speaker}``); else, when ``speakers`` holds the unnamed user and the question is in the first
     person, the user; None when it names none, several, or only roles."""
+    found = named_all(query, speakers, aliases)
+    if not found and USER in speakers:
+        first = _FIRST_PERSON.search(query)
+        return Subject(USER, first.group(0)) if first else None
+    if len(found) != 1:
+        return None
+    ((speaker, word),) = found.items()
+    return Subject(speaker, word)
+
+
+def named_all(query: str, speakers: Iterable[str], aliases: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Every person of ``speakers`` (roles excepted) that ``query`` names, by a word of their name or by an
+    alias (``{alias: speaker}``): ``{speaker: the word that named them}``."""
     words = {w.lower(): w for w in _WORD.findall(query)}
     found: dict[str, str] = {}
     for speaker in speakers:
@@ -60,10 +73,4 @@ def named(query: str, speakers: Iterable[str], aliases: Mapping[str, str] | None
         for w in name_words(alias):
             if w in words and speaker not in found and speaker.lower() not in ROLES:
                 found[speaker] = words[w]
-    if not found and USER in speakers:
-        first = _FIRST_PERSON.search(query)
-        return Subject(USER, first.group(0)) if first else None
-    if len(found) != 1:
-        return None
-    ((speaker, word),) = found.items()
-    return Subject(speaker, word)
+    return found

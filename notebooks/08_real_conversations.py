@@ -162,7 +162,9 @@ explorer = ContextExplorer(memory, conv.user_id, questions, budget=budget, displ
 # themselves, "I'm Kate"), their turns get a ranking of their own in the fusion (`subject #n` in `why`,
 # and a line in the notes), which puts their lines with the question's other words above their small talk;
 # in real two-person chats nearly every evidence turn of such a question is the named person's own
-# (`docs/decisions.md`). `RecallOptions(subject_words=False)` also drops the name from the lexical query.
+# (`docs/decisions.md`). And both channels search the question without the names it gives (one person or
+# several): the ranking carries them. `RecallOptions(subject_words=True)` keeps the names in both queries,
+# `RecallOptions(dense_names=True)` in the dense one.
 
 # %%
 first = next(p for p in conv.probes if p.question == start)

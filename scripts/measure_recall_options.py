@@ -72,6 +72,7 @@ VARIANTS: dict[str, tuple[str, dict]] = {
     "two-layer, profile 0, no subject": ("two-layer:keyed", {"profile_tokens": 0, "recall": RecallOptions(subjects=False)}),
     "two-layer, subject weight 2": ("two-layer:keyed", {"recall": RecallOptions(weights=(("lexical", 1.0), ("dense", 1.0), ("subject", 2.0)))}),
     "two-layer, profile 0, subject weight 2": ("two-layer:keyed", {"profile_tokens": 0, "recall": RecallOptions(weights=(("lexical", 1.0), ("dense", 1.0), ("subject", 2.0)))}),
+    # the names a question gives kept in both queries (the label is older than the dense channel's leaving them out)
     "two-layer, lexical with the subject's name": ("two-layer:keyed", {"recall": RecallOptions(subject_words=True)}),
     # combinations tried on the real dev splits (REALTALK chats 1-5, BEAM 100K)
     "two-layer, profile 0, depth 120": ("two-layer:keyed", {"profile_tokens": 0, "recall": RecallOptions(depth=120)}),
@@ -79,6 +80,8 @@ VARIANTS: dict[str, tuple[str, dict]] = {
                                                                       "recall": RecallOptions(depth=120)}),
     "two-layer, profile 0, diversity 0.2": ("two-layer:keyed", {"profile_tokens": 0, "diversity": 0.2}),
     "two-layer, profile 0, diversity 0": ("two-layer:keyed", {"profile_tokens": 0, "diversity": 0.0}),
+    # the names a question gives (recall._scored_episodes): kept in the dense query, the pre-0.3 default
+    "two-layer, names kept in the dense query": ("two-layer:keyed", {"recall": RecallOptions(dense_names=True)}),
     "two-layer, profile 0, rrf k=2": ("two-layer:keyed", {"profile_tokens": 0, "recall": RecallOptions(rrf_k=2)}),
     # the whole memory in PostgreSQL (pgvector, and BM25 written in SQL in place of tantivy; the ts_rank_cd
     # variants measured before it are in CHANGELOG.md, 0.2.0, from this script)

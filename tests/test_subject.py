@@ -4,7 +4,9 @@ import pytest
 
 from memkit import FactStore, Memory
 from memkit.recall import RecallOptions
-from memkit.subject import Subject, named
+import numpy as np
+
+from memkit.subject import Subject, named, named_all, without_words
 
 
 @pytest.mark.parametrize("query,expected", [
@@ -18,6 +20,13 @@ from memkit.subject import Subject, named
 ])
 def test_the_one_person_a_question_names(query, expected):
     assert named(query, ["Ines Duarte", "Tomek"], {"Kate": "Ines Duarte"}) == expected
+
+
+def test_everyone_a_question_names():
+    people, aliases = ["Ines Duarte", "Tomek"], {"Kate": "Ines Duarte"}
+    assert named_all("What do Tomek and Kate have in common?", people, aliases) == {"Tomek": "Tomek", "Ines Duarte": "Kate"}
+    assert named_all("What did the user say to Tomek?", ["user", *people]) == {"Tomek": "Tomek"}
+    assert named_all("Which bike is the fastest?", people, aliases) == {}
 
 
 def test_roles_are_not_people():
@@ -106,3 +115,42 @@ def test_by_default_the_name_no_longer_pulls_short_lines_up(embedder):
 
     assert first_lexical(RecallOptions(subject_words=True)) == ["Sam: Ugh, Mondays."]  # the name: the only shared word
     assert first_lexical(RecallOptions()) == []  # the default searches "instrument play", which matches no line
+
+
+def _practice(embedder, **options):
+    m = Memory(store=FactStore.ephemeral(embedder), profile_tokens=0, **options)
+    for i, (who, text) in enumerate([("Sam", "Ugh, Mondays."), ("Ana", "Did you practise, Sam?"),
+                                     ("Sam", "Yes, an hour of cello scales before the orchestra rehearsal."),
+                                     ("Ana", "Hi Sam!"), ("Sam", "Bye Ana!")]):
+        m.observe("c", "s1", "user" if who == "Sam" else "assistant", text, f"D1:{i}", 1_700_000_000.0 + i, who)
+    m.end_session("c", "s1")
+    return m
+
+
+@pytest.mark.parametrize("query", ["What instrument does Sam play?", "What do Sam and Ana practise?"])
+def test_the_dense_channel_searches_without_the_names_a_question_gives(embedder, query):
+    """Every line carries its speaker's name, so a question's names are what its short lines match best; by
+    default the dense channel, like the lexical one, searches without them (``dense_names`` keeps them)."""
+    def similarities(m, text):
+        q = np.asarray(m.store.embed_query(text))
+        shown = m.context("c", "q", query, budget=300).parts[1].items
+        assert shown and all(not np.isnan(i["similarity"]) for i in shown)
+        return [(i["similarity"], float(q @ np.asarray(embedder([i["text"]])[0]))) for i in shown]
+
+    stripped = without_words(query, {"sam", "ana"})
+    assert stripped in ("What instrument does play?", "What do and practise?")
+    for m, searched, other in ((_practice(embedder), stripped, query),
+                               (_practice(embedder, recall=RecallOptions(dense_names=True)), query, stripped)):
+        for got, expected in similarities(m, searched):
+            assert got == pytest.approx(expected, abs=1e-3)  # the account shows 3 decimals
+        assert any(abs(got - wrong) > 0.01 for got, wrong in similarities(m, other))
+
+
+def test_a_question_that_names_both_people_searches_without_both_names(embedder):
+    m = _practice(embedder)
+    items = m.context("c", "q", "What do Sam and Ana practise?", budget=300).parts[1].items
+    lexical = [i["text"] for i in items if "lexical" in i["why"]]
+    assert lexical == ["Ana: Did you practise, Sam?"]  # "practise" alone: not every line that says a name
+    kept = _practice(embedder, recall=RecallOptions(subject_words=True)).context(
+        "c", "q", "What do Sam and Ana practise?", budget=300).parts[1].items
+    assert len([i for i in kept if "lexical" in i["why"]]) == 5  # with the names, every line matches
