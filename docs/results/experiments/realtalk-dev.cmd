@@ -3,3 +3,4 @@ git apply docs/results/experiments/episode-keys.diff   # or feedback.diff
 python scripts/measure_recall_options.py --data '../shared/devdata/realtalk/Chat_[1-5]_*.json' --format realtalk --budget 400,1200 --only 'two-layer (defaults)' --jobs 2
 # sessions rows: docs/results/experiments/sessions.diff applied to 55d0222, then MEMKIT_EXP_SESSIONS=<sessions>,<weight>,<sum|max>
 # session diversity rows: docs/results/experiments/session-diversity.diff applied to 3adb160, then MEMKIT_EXP_SESSDIV=<0.3|0.6>
+# time words rows: docs/results/experiments/time-words.diff applied to 83498a6, then MEMKIT_EXP_TIMEWORDS=<window|all>
