@@ -15,6 +15,7 @@ _EXPORTS = {  # name -> the module that defines it, imported on first use (PEP 5
     **dict.fromkeys(('FactStore',), "store"),
     **dict.fromkeys(('ChatModel', 'OpenAIChat', 'parse_json'), "llm"),
     **dict.fromkeys(('Memory',), "memory"),
+    **dict.fromkeys(('ReadOptions',), "read"),
     **dict.fromkeys(('RecallOptions',), "recall"),
     **dict.fromkeys(('AppendPolicy', 'KeyedPolicy', 'LLMPolicy', 'POLICIES', 'Policy', 'SimilarityPolicy', 'TemporalPolicy'), "reconcile"),
     **dict.fromkeys(('as_policy',), "registry"),
@@ -39,6 +40,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors
     from .store import FactStore
     from .llm import ChatModel, OpenAIChat, parse_json
     from .memory import Memory
+    from .read import ReadOptions
     from .recall import RecallOptions
     from .reconcile import POLICIES, AppendPolicy, KeyedPolicy, LLMPolicy, Policy, SimilarityPolicy, TemporalPolicy
     from .registry import as_policy
@@ -52,7 +54,7 @@ __all__ = [
     "EXTRACTION_PROMPT", "EmbedderMismatch", "EmbeddingCache", "Episode", "EpisodicBuffer", "Event", "EventKind", "ExtractionError", "ExtractiveSummarizer",
     "Extractor", "Fact", "FactStore", "Hit", "InvalidArgument", "InvalidContent", "IsolationError", "KeyedPolicy",
     "LLMExtractor", "LLMPolicy", "LLMSummarizer", "MemkitError", "Memory", "MissingSessionId", "MissingUserId",
-    "ModelUnavailable", "OpenAIChat", "POLICIES", "Part", "Policy", "RecallOptions", "Recalled", "RuleExtractor",
+    "ModelUnavailable", "OpenAIChat", "POLICIES", "Part", "Policy", "ReadOptions", "RecallOptions", "Recalled", "RuleExtractor",
     "SessionStore", "Settings", "SimilarityPolicy", "StoreClosed", "StoreLocked", "StorePathError",
     "StoreUnavailable", "Summarizer", "Summary", "TemporalPolicy", "Turn", "as_policy", "parse_json", "__version__",
 ]

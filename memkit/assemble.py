@@ -13,7 +13,7 @@ from . import tokens
 from .summarize import Summary
 from .types import Episode, Hit, Part, Recalled, Turn
 
-# The line above each part in the messages (``Memory(headers={...})`` replaces any of them)
+# The line above each part in the messages (``ReadOptions(headers={...})`` replaces any of them)
 HEADERS = {"facts": "What you know about the user:", "episodes": "From earlier conversations:",
            "summary": "Summary of earlier turns in this session:",
            "documents": "Reference documents (not facts about the user):"}

@@ -6,21 +6,22 @@
 
 from __future__ import annotations
 
+import warnings
 from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError
 from contextlib import contextmanager
 from datetime import datetime
 from time import time as clock
 from typing import Any, Callable, Iterator, Sequence
 
-from . import assemble, reconcile, registry, timeframe, validate
+from . import reconcile, registry, validate
 from .passages import PASSAGE_TOKENS
 from .config import Settings
 from .episodic import EpisodicBuffer, SessionStore
 from .errors import ConfigError, ExtractionError, ModelUnavailable, StoreUnavailable
 from .extract import Extractor, LLMExtractor
-from .store import BULK_SIZE, DEFAULT_FLOOR, FactStore
-from .budget import plan_budget
-from .recall import RecallOptions, dense_rankings, fact_hits, recall
+from .store import BULK_SIZE, FactStore
+from .read import ReadOptions, read
+from .recall import dense_rankings, fact_hits
 from .rules import RuleExtractor, attribute
 from .summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from .types import Candidate, Context, Episode, Event, EventKind, Hit, Turn
@@ -38,17 +39,20 @@ class Memory:
     def __init__(self, store: FactStore | None = None, extractor: Extractor | None = None,
                  summarizer: Summarizer | None = None, policy: "str | reconcile.Policy" = "keyed", chat_model: Any = None,
                  sessions: SessionStore | None = None, window_tokens: int = 600, summary_tokens: int = 200,
-                 k: int = 5, min_score: float = DEFAULT_FLOOR, retriever: Retriever | None = None,
-                 document_share: float = 0.25, profile_tokens: int = 150, recall: RecallOptions | None = None,
-                 facts: bool = True, episodes: bool = True, neighbours: int = 0, episode_dates: bool = True,
-                 episodes_for_facts: bool = False, window_share: float = 0.3, fold_repeats: bool = True,
-                 headers: dict[str, str] | None = None, passage_tokens: int = PASSAGE_TOKENS,
-                 near_repeats: float = assemble.NEAR_REPEATS,
-                 passages_per_turn: int = assemble.PASSAGES_PER_TURN,
-                 diversity: float = assemble.DIVERSITY) -> None:
+                 passage_tokens: int = PASSAGE_TOKENS, retriever: Retriever | None = None,
+                 read: ReadOptions | None = None, **deprecated: Any) -> None:
+        """``read`` shapes every ``context`` (``memkit.ReadOptions``: k, the floor, the profile block, recall,
+        what is shown). The read options passed one by one (``Memory(k=3, profile_tokens=0)``), as before
+        0.3, still work and warn: they go in ``read``."""
+        if deprecated:
+            unknown = sorted(set(deprecated) - ReadOptions.names())
+            if unknown:
+                raise TypeError(f"Memory() got unexpected keyword arguments {unknown}")
+            warnings.warn(f"Memory({', '.join(f'{n}=...' for n in deprecated)}) is deprecated: pass "
+                          "read=ReadOptions(...) (memkit.ReadOptions)", DeprecationWarning, stacklevel=2)
+            read, _ = ReadOptions.split(deprecated, read)
         if isinstance(policy, str) and registry.needs_model("policy", policy):
             policy = registry.as_policy(policy, model=chat_model)  # ConfigError without a model
-        validate.positive_int("k", k)
         validate.positive_int("window_tokens", window_tokens)
         self._owns_store = store is None  # close() closes a store it made, never one it was given
         self.store = store or FactStore.ephemeral()
@@ -61,23 +65,10 @@ class Memory:
         self.chat_model = chat_model
         self.sessions_store = sessions
         self.window_tokens, self.summary_tokens = window_tokens, summary_tokens
-        self.k, self.min_score = k, min_score
-        self.retriever, self.document_share = retriever, document_share
-        self.profile_tokens = profile_tokens
-        self.recall_options = recall or RecallOptions()
-        self.facts, self.episodes = facts, episodes          # which long-term items a read searches
-        self.neighbours, self.episode_dates = neighbours, episode_dates
-        self.episodes_for_facts, self.window_share = episodes_for_facts, window_share
-        # a line said in several sessions, or one this alike (0..1, words), is shown once (assemble.pack_episodes)
-        self.fold_repeats, self.near_repeats = fold_repeats, validate.share("near_repeats", near_repeats)
         # a turn longer than this is indexed as passages, and a read can show the one that answers (0: whole turns)
         self.passage_tokens = validate.count("passage_tokens", passage_tokens)
-        self.passages_per_turn = validate.count("passages_per_turn", passages_per_turn)  # (assemble.pack_episodes)
-        self.diversity = validate.share("diversity", diversity)  # maximal marginal relevance (assemble.diversified)
-        unknown = set(headers or {}) - set(assemble.HEADERS)
-        if unknown:
-            raise ConfigError(f"unknown headers {sorted(unknown)}; choose from {sorted(assemble.HEADERS)}")
-        self.headers = {**assemble.HEADERS, **(headers or {})}  # the line above each part in the messages
+        self.retriever = retriever
+        self.read_options = read or ReadOptions()
         self.sessions: dict[tuple[str, str], EpisodicBuffer] = {}  # (user_id, session_id) -> the open session
         # documents are retrieved beside the memory read; sessions warm up on a thread of their own, so a burst
         # of opened sessions never queues ahead of a read. Memory itself is searched in the caller's thread:
@@ -282,10 +273,11 @@ class Memory:
         """
         query = validate.query(query)
         k = None if k is None else validate.positive_int("k", k)
-        vector = self.store.embed_query(query) if "dense" in self.recall_options.channels and query.strip() else None
-        dense = dense_rankings(self.store, user_id, vector, {"facts": self.recall_options.depth}, self.recall_options)
-        return fact_hits(self.store, self.policy, user_id, query, dense.get("facts"), k or self.k,
-                         self.min_score if min_score is None else min_score, self.profile_tokens, self.recall_options)
+        o = self.read_options
+        vector = self.store.embed_query(query) if "dense" in o.recall.channels and query.strip() else None
+        dense = dense_rankings(self.store, user_id, vector, {"facts": o.recall.depth}, o.recall)
+        return fact_hits(self.store, self.policy, user_id, query, dense.get("facts"), k or o.k,
+                         o.min_score if min_score is None else min_score, o.profile_tokens, o.recall)
 
     def context(self, user_id: str, session_id: str, query: str, budget: int = 1200, k: int | None = None,
                 min_score: float | None = None, now: "float | datetime | None" = None) -> Context:
@@ -307,31 +299,8 @@ class Memory:
         buf = self.session(user_id, session_id)
         notes = self._notes(user_id, query, buf.window)
         docs = self._docs.submit(self.retriever, query) if self.retriever else None
-        summary, window = buf.summary, list(buf.window)  # the episodic read: the session's buffer, in memory
-        in_session = {t.id for t in buf.turns}
-        plan = plan_budget(budget, [t.tokens for t in window], docs is not None, self.document_share,
-                           self.window_share, self.profile_tokens, self.recall_options.depth)
-        asked = validate.time_point("now", now) if now is not None else window[-1].time if window else clock()
-        when = timeframe.parse(query, asked) if self.recall_options.timeframes else None
-        notes += (f"question time {assemble.date_label(asked)}: {when.describe()}",) if when else ()
-        hits, episodes, subject = recall(self.store, self.policy, user_id, session_id, query, plan, k or self.k,
-                                self.min_score if min_score is None else min_score, self.recall_options,
-                                self.facts, self.episodes, when)
-        notes += (subject.describe(),) if subject else ()
-        left = plan.memory
-        facts, eps = assemble.pack_memory(
-            hits, episodes, left - plan.reserve, plan.profile, skip=lambda e: e.turn_id in in_session,
-            spare_sources=not self.episodes_for_facts, diversity=self.diversity,
-            neighbours=(lambda e: self.store.neighbours(user_id, e, self.neighbours)) if self.neighbours else None,
-            dates=self.episode_dates, truncates=getattr(self.store.embedder, "truncates", None),
-            fold_repeats=self.fold_repeats, near_repeats=self.near_repeats, passages_per_turn=self.passages_per_turn)
-        left -= facts.tokens + eps.tokens
-        summary_part = assemble.pack_summary(summary, left - plan.newest)
-        chosen = assemble.pack_turns(window, left - summary_part.tokens)
-        parts = [facts, eps, summary_part, assemble.turns_part(chosen)]
-        if docs is not None:
-            parts.append(assemble.pack_documents(docs.result(), plan.documents))
-        return Context(assemble.messages(parts, chosen, self.headers), tuple(parts), budget, notes)
+        asked = validate.time_point("now", now) if now is not None else buf.window[-1].time if buf.window else clock()
+        return read(self.store, self.policy, buf, query, budget, self.read_options, asked, notes, docs, k, min_score)
 
     def _notes(self, user_id: str, query: str, window: Sequence[Turn]) -> tuple[str, ...]:
         """What the reader should know about this read: a cold read, a question that was not observed first."""

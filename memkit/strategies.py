@@ -15,6 +15,7 @@ from . import assemble, registry, tokens
 from .episodic import EpisodicBuffer
 from .store import FactStore
 from .memory import Memory
+from .read import ReadOptions
 from .recall import RecallOptions
 from .summarize import Summary
 from .types import Candidate, Context, Event, Part, Turn
@@ -111,7 +112,9 @@ class TwoLayer:
                  policy: str = "keyed", **memory_options: Any) -> None:
         self.name = f"{registry.TWO_LAYER}{policy}"
         self.user_id = user_id
-        self.memory = Memory(store=store or FactStore.ephemeral(), policy=policy, k=k, **memory_options)
+        # a benchmark's memory options are flat (``memkit bench --k``, ``--profile-tokens``): the read's go in ``read``
+        read, rest = ReadOptions.split({"k": k, **memory_options})
+        self.memory = Memory(store=store or FactStore.ephemeral(), policy=policy, read=read, **rest)
 
     def observe(self, session_id: str, turn_id: str, role: str, content: str, time: float | None,
                 speaker: str | None = None) -> list[Event]:
@@ -150,7 +153,8 @@ class RawTurnRetrieval(TwoLayer):
                    "fold_repeats": False, "diversity": 0.0, "passage_tokens": 0,
                    "recall": replace(base, channels=self.channels, timeframes=False, subjects=False),
                    "extractor": NoFacts()}
-        self.memory = Memory(store=store or FactStore.ephemeral(), **options)  # type: ignore[arg-type]
+        read, rest = ReadOptions.split(options)
+        self.memory = Memory(store=store or FactStore.ephemeral(), read=read, **rest)
 
 
 class BM25Retrieval(RawTurnRetrieval):

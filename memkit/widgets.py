@@ -125,8 +125,8 @@ class RecallExplorer(_View):
                  display: bool = True) -> None:
         self.memory, self.user_id, self.session_id, self.budget = memory, user_id, session_id, budget
         self.query = W.Text(value=query, description="query", layout=W.Layout(width="70%"))
-        self.k = W.IntSlider(value=memory.k, min=1, max=10, description="k")
-        self.floor = W.FloatSlider(value=memory.min_score, min=0.0, max=1.0, step=0.05, description="floor")
+        self.k = W.IntSlider(value=memory.read_options.k, min=1, max=10, description="k")
+        self.floor = W.FloatSlider(value=memory.read_options.min_score, min=0.0, max=1.0, step=0.05, description="floor")
         self.table_html = W.HTML()
         self.plot = W.Output()
         for w in (self.query, self.k, self.floor):

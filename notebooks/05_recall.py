@@ -37,7 +37,7 @@ result_path = ""
 
 # %%
 import pandas as pd
-from memkit import Memory, viz
+from memkit import Memory, ReadOptions, viz
 import random
 from dataclasses import replace
 
@@ -48,7 +48,7 @@ from memkit.widgets import RecallExplorer
 pd.set_option("display.max_colwidth", 120)  # whole sentences in tables
 
 conv = replace(builtin_suite("first", conversations=conversation + 1)[conversation], user_id="u")
-memory = Memory(k=k, min_score=floor)   # profile_tokens=150 by default
+memory = Memory(read=ReadOptions(k=k, min_score=floor))   # profile_tokens=150 by default
 feed(memory, conv)  # every turn at its session's time, each session ended
 # months of other facts about the user's team, family and tools, written straight to the store
 memory.store.upsert("u", synthetic_facts("u", background_facts, random.Random(0), numbered=False))
@@ -108,7 +108,7 @@ ctx = memory.context("u", "new-session", "How far should my long run be?", budge
 viz.context_table(ctx).round(2)
 
 # %%
-search_only = Memory(store=memory.store, k=k, min_score=floor, profile_tokens=0)
+search_only = Memory(store=memory.store, read=ReadOptions(k=k, min_score=floor, profile_tokens=0))
 print([i["text"] for p in search_only.context("u", "s2", "How far should my long run be?", budget).parts
        if p.name == "facts" for i in p.items] or "no fact clears the floor")
 

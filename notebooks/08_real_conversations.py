@@ -39,7 +39,7 @@ result_path = ""
 
 # %%
 import pandas as pd
-from memkit import FactStore, Memory, viz
+from memkit import FactStore, Memory, ReadOptions, viz
 from memkit.eval import builtin_suite, run
 from memkit.eval.data import feed
 from memkit.eval.metrics import evidence_recall
@@ -90,9 +90,9 @@ evidence.head(8)
 
 # %%
 readers = {
-    "facts only": Memory(store=store, episodes=False),
-    "+ episodes, dense": Memory(store=store, recall=RecallOptions(channels=("dense",))),
-    "+ episodes, lexical": Memory(store=store, recall=RecallOptions(channels=("lexical",))),
+    "facts only": Memory(store=store, read=ReadOptions(episodes=False)),
+    "+ episodes, dense": Memory(store=store, read=ReadOptions(recall=RecallOptions(channels=("dense",)))),
+    "+ episodes, lexical": Memory(store=store, read=ReadOptions(recall=RecallOptions(channels=("lexical",)))),
     "+ episodes, hybrid": memory,
 }
 recall = pd.DataFrame([{"reader": name, "type": p.type, "question": p.question,

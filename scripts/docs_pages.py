@@ -83,7 +83,7 @@ bootstrap intervals over conversations. Retrieval is chosen on the dev splits (R
 The data sets are not in this repository: docs/decisions.md says where they come from.
 """
 REFERENCE = [("memkit.Memory", "Memory"), ("memkit.FactStore", "FactStore"), ("memkit.SessionStore", "SessionStore"),
-             ("memkit.RecallOptions", "RecallOptions")]
+             ("memkit.ReadOptions", "ReadOptions"), ("memkit.RecallOptions", "RecallOptions")]
 
 
 def _first_paragraph(doc: str | None) -> str:

@@ -4,7 +4,7 @@ import chromadb
 import pytest
 
 from conftest import open_store
-from memkit import FactStore, Memory, tokens
+from memkit import FactStore, Memory, ReadOptions, tokens
 from memkit import errors as memkit_errors
 from memkit.embed import MiniLMEmbedder
 from memkit.eval.data import DSession, DTurn, Conversation, Probe
@@ -158,7 +158,7 @@ def test_shown_fact_spares_its_source_episode(embedder):
     ctx = m.context("u", "s2", "Which units do I prefer?", budget=300)
     # the fact or its turn, whichever ranks first, not both: no tokens spent twice
     assert bool(ctx.fact_ids) != bool(ctx.parts[1].items), (ctx.fact_ids, ctx.parts[1].items)
-    both = Memory(store=m.store, episodes_for_facts=True).context("u", "s3", "Which units do I prefer?", budget=300)
+    both = Memory(store=m.store, read=ReadOptions(episodes_for_facts=True)).context("u", "s3", "Which units do I prefer?", budget=300)
     assert both.parts[1].items
 
 
@@ -415,7 +415,7 @@ def test_a_line_said_in_several_sessions_is_shown_once_with_its_sessions(embedde
     [item] = [i for i in ctx.parts[1].items if i["text"] == "user: Do you still like your job?"]
     assert item["sessions"] == ["s0", "s1", "s2", "s3"] and len(item["repeats"]) == 3
     assert any("bakery" in line for line in lines)  # the budget the repeats would have taken
-    plain = Memory(store=m.store, fold_repeats=False).context("u", "now2", "Do you still like your job?", budget=300)
+    plain = Memory(store=m.store, read=ReadOptions(fold_repeats=False)).context("u", "now2", "Do you still like your job?", budget=300)
     assert plain.parts[1].text.count("Do you still like your job?") == 4 and repeated_lines(plain) == 3
 
 
@@ -430,7 +430,7 @@ def test_a_near_identical_line_is_folded_into_the_one_shown_and_a_different_one_
     assert sorted(shown) == ["s0:1", "s2:1"] or sorted(shown) == ["s1:1", "s2:1"]  # one of the two alike lines
     [folded] = [i for i in ctx.parts[1].items if i["turn_id"] != "s2:1"]
     assert len(folded["repeats"]) == 1 and len(folded["sessions"]) == 2
-    exact = Memory(store=m.store, near_repeats=1.0).context("u", "now2", "How have you been, busy with work?",
+    exact = Memory(store=m.store, read=ReadOptions(near_repeats=1.0)).context("u", "now2", "How have you been, busy with work?",
                                                             budget=300)
     assert len(exact.parts[1].items) == 3  # identical lines only: the two alike ones both shown
 
@@ -459,7 +459,7 @@ def test_on_one_list_a_fact_that_only_names_the_subject_does_not_outrank_the_tur
     for i in range(2, 9):
         store.add_episode("u", ep("u", f"The weather on day {i} was grey and the ferry ran late.", turn=f"s1:{i}"))
     ask = "What is Sam's job now?"
-    one = Memory(store=store, profile_tokens=0).context("u", "q1", ask, budget=40)
+    one = Memory(store=store, read=ReadOptions(profile_tokens=0)).context("u", "q1", ask, budget=40)
     [answer] = [i for i in one.parts[1].items if "nurse" in i["text"]]  # the answer got in first
     assert all(f["score"] < answer["score"] for f in one.parts[0].items)  # facts only with what it left
 
@@ -511,7 +511,7 @@ def test_diversity_lets_a_different_line_past_near_duplicates_but_not_in_a_raw_t
             s.observe(f"s{i}", f"s{i}:1", "user", text, 1e9 + i * 86400)
             s.end_session(f"s{i}")
     ask = "Pretty good, busy with work stuff at the clinic?"
-    assert rag.memory.diversity == 0.0  # plain retrieval: in the channel's order (diversity changes it, below)
+    assert rag.memory.read_options.diversity == 0.0  # plain retrieval: in the channel's order (diversity changes it, below)
     assert "s3:1" in [i["turn_id"] for i in two.context("q", ask, 60).parts[1].items]  # past the near-duplicates
     assert "s3:1" not in [i["turn_id"] for i in plain.context("q", ask, 60).parts[1].items]
 

@@ -2,7 +2,7 @@ import pytest
 from datetime import datetime
 
 from conftest import ChromaServer
-from memkit import (EventKind, FactStore, InvalidContent, Memory, MissingSessionId, MissingUserId,
+from memkit import (EventKind, FactStore, InvalidContent, Memory, MissingSessionId, MissingUserId, ReadOptions,
                     SessionStore, StoreUnavailable, tokens)
 from memkit.demo import play
 
@@ -52,7 +52,7 @@ def test_context_priority_budget_and_account(embedder):
 def test_documents_rank_below_memory_and_are_never_written(embedder):
     store = FactStore.ephemeral(embedder)
     docs = ["I prefer tabs over spaces, says the style guide.", "Docs: the API is rate limited."]
-    m = Memory(store=store, retriever=lambda q: docs, document_share=0.3)
+    m = Memory(store=store, retriever=lambda q: docs, read=ReadOptions(document_share=0.3))
     m.observe("u", "s", "user", "I prefer metric units.")
     ctx = m.context("u", "s", "what units and style?", budget=300)
     assert [p.name for p in ctx.parts] == ["facts", "episodes", "summary", "turns", "documents"]
@@ -158,7 +158,7 @@ def test_the_budget_plan_shares_a_read_before_anything_is_read():
 def test_message_headers_are_an_option_and_the_context_derives_its_ids_from_its_parts(embedder):
     from memkit import ConfigError, FactStore
 
-    m = Memory(store=FactStore.ephemeral(embedder), headers={"facts": "Known about the user:"}, episodes=False)
+    m = Memory(store=FactStore.ephemeral(embedder), read=ReadOptions(headers={"facts": "Known about the user:"}, episodes=False))
     m.observe("u", "s1", "user", "I prefer metric units.")
     m.observe("u", "s2", "user", "Which units should I use?")
     ctx = m.context("u", "s2", "Which units should I use?", budget=300)
@@ -167,7 +167,7 @@ def test_message_headers_are_an_option_and_the_context_derives_its_ids_from_its_
     turns = next(p for p in ctx.parts if p.name == "turns")
     assert ctx.turn_ids[:len(turns.items)] == tuple(item["turn_id"] for item in turns.items)
     with pytest.raises(ConfigError, match="unknown headers"):
-        Memory(store=FactStore.ephemeral(embedder), headers={"fact": "x"})
+        ReadOptions(headers={"fact": "x"})
 
 
 def test_memory_is_a_context_manager_that_closes_only_the_store_it_made(embedder):
@@ -181,3 +181,15 @@ def test_memory_is_a_context_manager_that_closes_only_the_store_it_made(embedder
         made.observe("u", "s", "user", "I live in Oslo.")
     with pytest.raises(StoreClosed):
         made.store.count("u")
+
+
+def test_read_options_passed_one_by_one_still_work_and_warn(embedder):
+    store = FactStore.ephemeral(embedder)
+    with pytest.warns(DeprecationWarning, match=r"read=ReadOptions"):
+        old = Memory(store=store, k=3, profile_tokens=0)
+    assert old.read_options == ReadOptions(k=3, profile_tokens=0)
+    with pytest.warns(DeprecationWarning):
+        both = Memory(store=store, read=ReadOptions(k=3), profile_tokens=0)  # on top of the read options given
+    assert (both.read_options.k, both.read_options.profile_tokens) == (3, 0)
+    with pytest.raises(TypeError, match="unexpected keyword arguments \\['bogus'\\]"):
+        Memory(store=store, bogus=1)

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from memkit import FactStore, Memory
+from memkit import FactStore, Memory, ReadOptions
 from memkit.embed import MiniLMEmbedder
 from memkit.errors import InvalidArgument
 from memkit.store.log import EventLog
@@ -106,7 +106,7 @@ def test_the_profile_block_fills_its_share_with_short_facts(embedder):
     letters = [chr(c) for c in range(ord("A"), ord("Z") + 1)]  # "- A" and its newline: 3 tokens a line
     store.upsert("u", [Fact(id=f"f{i}", user_id="u", text=t, importance=1 - i / 100, created_at=1.0, valid_from=1.0)
                        for i, t in enumerate(letters)])
-    m = Memory(store=store, profile_tokens=60, episodes=False)
+    m = Memory(store=store, read=ReadOptions(profile_tokens=60, episodes=False))
     ctx = m.context("u", "s", "weather tomorrow", budget=1200)
     facts = next(p for p in ctx.parts if p.name == "facts")
     profile = [i for i in facts.items if i["why"] == "profile"]

@@ -2,7 +2,7 @@
 
 import pytest
 
-from memkit import FactStore, Memory
+from memkit import FactStore, Memory, ReadOptions
 from memkit.recall import RecallOptions
 import numpy as np
 
@@ -43,7 +43,7 @@ def test_a_first_person_question_to_a_user_assistant_memory_is_about_the_user():
 
 
 def test_a_read_of_a_user_assistant_memory_ranks_the_users_turns_up_for_my(embedder):
-    m = Memory(store=FactStore.ephemeral(embedder), profile_tokens=0)
+    m = Memory(store=FactStore.ephemeral(embedder), read=ReadOptions(profile_tokens=0))
     m.observe("u", "s1", "user", "The dashboard API answers in 250 ms now.", time=1_700_000_000.0)
     m.observe("u", "s1", "assistant", "Great: a dashboard API at 250 ms is fast; the API docs say 300 ms is typical.",
               time=1_700_000_001.0)
@@ -60,7 +60,7 @@ def test_the_alias_is_said_as_it_was_named():
 
 
 def _chat(embedder, **options):
-    m = Memory(store=FactStore.ephemeral(embedder), profile_tokens=0, **options)
+    m = Memory(store=FactStore.ephemeral(embedder), read=ReadOptions(profile_tokens=0, **options))
     turns = [("Tomek", "Hi Kate! The cello is at the repair shop again."),
              ("Ines", "Oh no. Totally forgot to introduce myself, I'm Kate."),
              ("Ines", "I took my cello to a concert hall rehearsal today."),
@@ -105,7 +105,7 @@ def test_a_question_about_a_named_person_gets_no_profile_block(embedder):
 
 def test_by_default_the_name_no_longer_pulls_short_lines_up(embedder):
     def first_lexical(options):
-        m = Memory(store=FactStore.ephemeral(embedder), profile_tokens=0, recall=options)
+        m = Memory(store=FactStore.ephemeral(embedder), read=ReadOptions(profile_tokens=0, recall=options))
         for i, (who, text) in enumerate([("Sam", "Ugh, Mondays."), ("Ana", "Did you practise, Sam?"),
                                          ("Sam", "Yes, an hour of cello scales before the orchestra rehearsal.")]):
             m.observe("c", "s1", "user" if who == "Sam" else "assistant", text, f"D1:{i}", 1_700_000_000.0 + i, who)
@@ -118,7 +118,7 @@ def test_by_default_the_name_no_longer_pulls_short_lines_up(embedder):
 
 
 def _practice(embedder, **options):
-    m = Memory(store=FactStore.ephemeral(embedder), profile_tokens=0, **options)
+    m = Memory(store=FactStore.ephemeral(embedder), read=ReadOptions(profile_tokens=0, **options))
     for i, (who, text) in enumerate([("Sam", "Ugh, Mondays."), ("Ana", "Did you practise, Sam?"),
                                      ("Sam", "Yes, an hour of cello scales before the orchestra rehearsal."),
                                      ("Ana", "Hi Sam!"), ("Sam", "Bye Ana!")]):

@@ -5,7 +5,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
-from memkit import FactStore, MemkitError, Memory, viz
+from memkit import FactStore, MemkitError, Memory, ReadOptions, viz
 from memkit.sweep import grid, parse_param, run_sweep, sweep_figure
 from memkit.widgets import ConflictTimeline, LayerInspector, RecallExplorer
 
@@ -91,7 +91,7 @@ def test_conflict_timeline_scrubs_per_policy(embedder):
 
 
 def test_recall_explorer_follows_the_floor(embedder):
-    m = Memory(store=FactStore.ephemeral(embedder), profile_tokens=0)
+    m = Memory(store=FactStore.ephemeral(embedder), read=ReadOptions(profile_tokens=0))
     m.observe("u", "s", "user", "I prefer metric units. My sister Ann is a nurse.")
     # no word in common with the fact: only the dense channel can find it, and the floor gates that channel
     view = RecallExplorer(m, "u", "q", query="How should distances be measured?", display=False)

@@ -5,7 +5,7 @@ from datetime import datetime
 
 import pytest
 
-from memkit import FactStore, Memory
+from memkit import FactStore, Memory, ReadOptions
 from memkit.errors import InvalidArgument
 from memkit.recall import RecallOptions
 from memkit.timeframe import DAY, parse
@@ -53,7 +53,7 @@ def test_an_order_and_no_time_at_all():
 
 
 def _memory(embedder, **options):
-    m = Memory(store=FactStore.ephemeral(embedder), **options)
+    m = Memory(store=FactStore.ephemeral(embedder), read=ReadOptions(**options))
     for days, task in ((14, "a cover letter for the library job"), (3, "a cover letter for the bakery job")):
         t = NOW - days * DAY
         m.observe("u", f"d{days}", "user", f"Could you help me write {task}?", time=t)

@@ -15,7 +15,7 @@ import chromadb
 import pytest
 
 from conftest import ChromaServer
-from memkit import EventKind, FactStore, LLMExtractor, Memory, OpenAIChat
+from memkit import EventKind, FactStore, LLMExtractor, Memory, OpenAIChat, ReadOptions
 from memkit.errors import (ConfigError, InvalidArgument, InvalidContent, IsolationError, MemkitError, MissingSessionId, MissingUserId,
                            ModelUnavailable, StorePathError)
 from memkit.episodic import EpisodicBuffer
@@ -223,11 +223,11 @@ def test_a_summary_that_invents_or_loses_names_and_numbers_is_refused(fake_llm):
     (lambda m: m.store.get("nobody-yet", where={"user_id": "x"}), IsolationError),
     (lambda m: m.store.search("nobody-yet", "q", where={"$and": [{"user_id": "x"}]}), IsolationError),
     (lambda m: Memory(store=m.store, policy="llm"), ConfigError),
-    (lambda m: Memory(store=m.store, k=0), InvalidArgument),
+    (lambda m: ReadOptions(k=0), InvalidArgument),
     (lambda m: Memory(store=m.store, passage_tokens=-1), InvalidArgument),
-    (lambda m: Memory(store=m.store, passages_per_turn=1.5), InvalidArgument),
-    (lambda m: Memory(store=m.store, near_repeats=2), InvalidArgument),
-    (lambda m: Memory(store=m.store, diversity=-0.1), InvalidArgument),
+    (lambda m: ReadOptions(passages_per_turn=1.5), InvalidArgument),
+    (lambda m: ReadOptions(near_repeats=2), InvalidArgument),
+    (lambda m: ReadOptions(diversity=-0.1), InvalidArgument),
     (lambda m: m.context("u", "s", "two weeks ago?", now="last Tuesday"), InvalidArgument),
 ])
 def test_bad_input_gets_a_named_error_and_changes_nothing(embedder, call, error):

@@ -163,8 +163,9 @@ def measure(users: int, items_per_user: int, backend: str = "persistent", querie
     for uid in warm_users:
         memory.context(uid, sessions[uid], QUERIES[0], budget)
     context, bare_read, index_calls, msearch, fsearch = [], [], [], [], []
-    depth = memory.recall_options.depth
-    profile_limit = profile_rows(profile_share(memory.profile_tokens, budget), memory.k)
+    o = memory.read_options
+    depth = o.recall.depth
+    profile_limit = profile_rows(profile_share(o.profile_tokens, budget), o.k)
     for _ in range(queries):
         uid, q = rng.choice(warm_users), rng.choice(QUERIES)
         owner = store.owner(uid)

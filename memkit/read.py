@@ -1,0 +1,117 @@
+"""The read path (docs/architecture.md §5): how a read is shaped (``ReadOptions``), and the one function that
+turns a session's buffer, the store and those options into a ``Context`` (``read``), in order: the budget
+plan (``budget.py``), recall (``recall.py``), packing (``assemble.py``). ``Memory.context`` validates its
+arguments and calls it.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any, Mapping
+
+from . import assemble, timeframe, validate
+from .budget import plan_budget
+from .errors import ConfigError
+from .recall import RecallOptions, recall
+from .store import DEFAULT_FLOOR, FactStore
+from .types import Context, Turn
+
+if TYPE_CHECKING:
+    from .episodic import EpisodicBuffer
+    from .reconcile import Policy
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How ``Memory.context`` reads: what it searches, how it ranks, what it shows, and each share of the budget.
+
+    ``k`` facts recalled above the similarity floor ``min_score``; ``profile_tokens`` for the user's most
+    important facts whatever the question (at most 15% of the budget); ``recall`` the channels and their
+    fusion; ``facts`` and ``episodes`` which long-term items are searched; ``neighbours`` turns around each
+    recalled turn; ``episode_dates`` a date line per session shown; ``episodes_for_facts`` whether a shown
+    fact's source turn is shown too; ``window_share`` of the budget kept for this session's newest turns;
+    ``document_share`` for a retriever's documents; ``fold_repeats`` and ``near_repeats`` (words this alike)
+    show a line said again once; ``passages_per_turn`` of a long turn before other turns have theirs;
+    ``diversity`` maximal marginal relevance's weight on novelty; ``headers`` the lines above each part.
+    The reasons for each default are in docs/decisions.md.
+    """
+
+    k: int = 5
+    min_score: float = DEFAULT_FLOOR
+    profile_tokens: int = 150
+    recall: RecallOptions = field(default_factory=RecallOptions)
+    facts: bool = True
+    episodes: bool = True
+    neighbours: int = 0
+    episode_dates: bool = True
+    episodes_for_facts: bool = False
+    window_share: float = 0.3
+    document_share: float = 0.25
+    fold_repeats: bool = True
+    near_repeats: float = assemble.NEAR_REPEATS
+    passages_per_turn: int = assemble.PASSAGES_PER_TURN
+    diversity: float = assemble.DIVERSITY
+    headers: Mapping[str, str] = field(default_factory=lambda: dict(assemble.HEADERS))
+
+    def __post_init__(self) -> None:
+        validate.positive_int("k", self.k)
+        validate.count("profile_tokens", self.profile_tokens)
+        validate.count("neighbours", self.neighbours)
+        validate.count("passages_per_turn", self.passages_per_turn)
+        for name in ("window_share", "document_share", "near_repeats", "diversity"):
+            validate.share(name, getattr(self, name))
+        if not isinstance(self.recall, RecallOptions):
+            raise ConfigError(f"recall must be a RecallOptions, not {type(self.recall).__name__}")
+        unknown = set(self.headers) - set(assemble.HEADERS)
+        if unknown:
+            raise ConfigError(f"unknown headers {sorted(unknown)}; choose from {sorted(assemble.HEADERS)}")
+        object.__setattr__(self, "headers", {**assemble.HEADERS, **self.headers})
+
+    @classmethod
+    def names(cls) -> frozenset[str]:
+        """The options' names (what ``split`` takes out of a flat set of memory options)."""
+        return frozenset(f.name for f in fields(cls))
+
+    @classmethod
+    def split(cls, options: Mapping[str, Any], base: "ReadOptions | None" = None) -> tuple["ReadOptions", dict[str, Any]]:
+        """A flat set of memory options (a benchmark's, a deprecated ``Memory(k=...)``) as the read options it
+        names (on ``base``) and the rest."""
+        mine = {key: v for key, v in options.items() if key in cls.names() and v is not None}
+        return replace(base or cls(), **mine), {key: v for key, v in options.items() if key not in cls.names()}
+
+
+def read(store: FactStore, policy: "Policy", buf: "EpisodicBuffer", query: str, budget: int, options: ReadOptions,
+         asked: float, notes: tuple[str, ...] = (), docs: "Future[Any] | None" = None, k: int | None = None,
+         min_score: float | None = None) -> Context:
+    """What to send for ``query`` within ``budget`` tokens from session ``buf`` and the user's long-term
+    memory in ``store``: the budget plan, recall (facts and episodes on one list), then packing in priority
+    order (this session's newest turns reserved, the profile block, the recalled items, the summary, the newest
+    turns, then the ``docs`` a retriever is fetching, in their own share). ``asked`` is when the question is
+    asked; ``k`` and ``min_score`` override the options' for this read."""
+    user_id, session_id = buf.user_id, buf.session_id
+    summary, window = buf.summary, list(buf.window)  # the episodic read: the session's buffer, in memory
+    in_session = {t.id for t in buf.turns}
+    plan = plan_budget(budget, [t.tokens for t in window], docs is not None, options.document_share,
+                       options.window_share, options.profile_tokens, options.recall.depth)
+    when = timeframe.parse(query, asked) if options.recall.timeframes else None
+    notes += (f"question time {assemble.date_label(asked)}: {when.describe()}",) if when else ()
+    hits, episodes, subject = recall(store, policy, user_id, session_id, query, plan, k or options.k,
+                                     options.min_score if min_score is None else min_score, options.recall,
+                                     options.facts, options.episodes, when)
+    notes += (subject.describe(),) if subject else ()
+    left = plan.memory
+    facts, eps = assemble.pack_memory(
+        hits, episodes, left - plan.reserve, plan.profile, skip=lambda e: e.turn_id in in_session,
+        spare_sources=not options.episodes_for_facts, diversity=options.diversity,
+        neighbours=(lambda e: store.neighbours(user_id, e, options.neighbours)) if options.neighbours else None,
+        dates=options.episode_dates, truncates=getattr(store.embedder, "truncates", None),
+        fold_repeats=options.fold_repeats, near_repeats=options.near_repeats,
+        passages_per_turn=options.passages_per_turn)
+    left -= facts.tokens + eps.tokens
+    summary_part = assemble.pack_summary(summary, left - plan.newest)
+    chosen: list[Turn] = assemble.pack_turns(window, left - summary_part.tokens)
+    parts = [facts, eps, summary_part, assemble.turns_part(chosen)]
+    if docs is not None:
+        parts.append(assemble.pack_documents(docs.result(), plan.documents))
+    return Context(assemble.messages(parts, chosen, options.headers), tuple(parts), budget, notes)
