@@ -20,7 +20,7 @@ from .episodic import EpisodicBuffer, SessionStore
 from .errors import ConfigError, ExtractionError, ModelUnavailable, StoreUnavailable
 from .extract import Extractor, LLMExtractor
 from .store import BULK_SIZE, FactStore
-from .read import ReadOptions, read
+from .read import ReadOptions, read, read_notes
 from .recall import dense_rankings, fact_hits
 from .rules import RuleExtractor, attribute
 from .summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
@@ -297,20 +297,10 @@ class Memory:
         k = None if k is None else validate.positive_int("k", k)
         query = validate.query(query)
         buf = self.session(user_id, session_id)
-        notes = self._notes(user_id, query, buf.window)
+        notes = read_notes(query, buf.window, self._warming.get(user_id))
         docs = self._docs.submit(self.retriever, query) if self.retriever else None
         asked = validate.time_point("now", now) if now is not None else buf.window[-1].time if buf.window else clock()
         return read(self.store, self.policy, buf, query, budget, self.read_options, asked, notes, docs, k, min_score)
-
-    def _notes(self, user_id: str, query: str, window: Sequence[Turn]) -> tuple[str, ...]:
-        """What the reader should know about this read: a cold read, a question that was not observed first."""
-        warming = self._warming.get(user_id)
-        notes = ("cold read: the user's indexes were still loading (the session opened moments ago)",) \
-            if warming is not None and not warming.done() else ()
-        if query.strip() and (not window or window[-1].content != query):
-            notes += ("the query is not this session's newest turn, so the messages do not hold it: observe it "
-                      "first (the agent loop: observe, context, answer, observe)",)
-        return notes
 
     def profile(self, user_id: str, limit: int = 20) -> str:
         """The user's ``limit`` most important current facts as a compact block, most important first (from the

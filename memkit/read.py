@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from concurrent.futures import Future
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from . import assemble, timeframe, validate
 from .budget import plan_budget
@@ -79,6 +79,17 @@ class ReadOptions:
         names (on ``base``) and the rest."""
         mine = {key: v for key, v in options.items() if key in cls.names() and v is not None}
         return replace(base or cls(), **mine), {key: v for key, v in options.items() if key not in cls.names()}
+
+
+def read_notes(query: str, window: Sequence[Turn], warming: "Future[Any] | None") -> tuple[str, ...]:
+    """What the reader should know about a read: a cold read (the user's indexes still ``warming``), a question
+    that is not the session's newest turn (not observed first)."""
+    notes = ("cold read: the user's indexes were still loading (the session opened moments ago)",) \
+        if warming is not None and not warming.done() else ()
+    if query.strip() and (not window or window[-1].content != query):
+        notes += ("the query is not this session's newest turn, so the messages do not hold it: observe it "
+                  "first (the agent loop: observe, context, answer, observe)",)
+    return notes
 
 
 def read(store: FactStore, policy: "Policy", buf: "EpisodicBuffer", query: str, budget: int, options: ReadOptions,

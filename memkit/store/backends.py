@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 import uuid
 from pathlib import Path
 from typing import Any
 
-from .chroma import ChromaIndex
+from ..errors import StoreURLError
+from .base import parse_store_url
+from .chroma import MAX_USERS, ChromaIndex
 from .log import EventLog
 from .records import Records
 from .sql import Database
@@ -22,14 +25,30 @@ def ephemeral(embedder: Any) -> dict[str, Any]:
     return dict(vectors=vectors, records=Records(), embedder=embedder, backend="ephemeral")
 
 
-def persistent(path: str, embedder: Any, namespace: str, max_users: int) -> dict[str, Any]:
+def from_url(url: str, embedder: Any, namespace: str, **options: Any) -> dict[str, Any]:
+    """The parts of the store a URL names (``FactStore.from_url``); ``options`` go to its constructor."""
+    kind, where = parse_store_url(url)
+    make = {"memory": ephemeral, "file": persistent, "chroma": http, "postgres": postgres}[kind]
+    fixed = {"embedder", "namespace", "path", "url", "host", "port"}  # what the URL and the caller give
+    unknown = set(options) - (set(inspect.signature(make).parameters) - fixed)
+    if unknown:
+        raise StoreURLError(f"{url!r}: a {kind} store takes no {', '.join(sorted(unknown))}")
+    if kind == "memory":
+        return ephemeral(embedder)
+    if kind == "chroma":
+        host, _, port = where.rpartition(":")
+        return http(host, int(port), embedder, namespace, **options)
+    return make(where, embedder, namespace, **options)
+
+
+def persistent(path: str, embedder: Any, namespace: str, max_users: int = MAX_USERS) -> dict[str, Any]:
     vectors = ChromaIndex.persistent(path, embedder, namespace, max_users)
     return dict(vectors=vectors, records=Records(Path(path) / f"{namespace}.sqlite3"), embedder=embedder,
                 backend="persistent")
 
 
-def http(host: str, port: int, embedder: Any, namespace: str, records: str | Path | None,
-         log: str | None) -> dict[str, Any]:
+def http(host: str, port: int, embedder: Any, namespace: str, records: str | Path | None = None,
+         log: str | None = None) -> dict[str, Any]:
     vectors = ChromaIndex.http(host, port, embedder, namespace)
     if records is None:  # shared by every process of this machine that talks to the same server
         folder = Path.home() / ".memkit"

@@ -9,7 +9,6 @@ event log, where ``as_of`` and ``get(include_superseded=True)`` find them. There
 
 from __future__ import annotations
 
-import inspect
 import itertools
 import shutil
 import threading
@@ -20,10 +19,10 @@ from typing import Any, Iterator, Sequence
 
 from .. import embed as _embed
 from .. import validate
-from ..errors import ConfigError, IsolationError, StoreClosed, StoreUnavailable, StoreURLError
+from ..errors import ConfigError, IsolationError, StoreClosed, StoreUnavailable
 from ..types import Episode, Event, Fact, Hit, fold
 from .base import (BULK_SIZE, DEFAULT_FLOOR, EMBED_BATCH, IMPORTANCE_WEIGHT, PARTS, SIMILARITY_WEIGHT, TextIndex,
-                   VectorIndex, check_parts, check_where, episode_items, matches, owner_of, parse_store_url)
+                   VectorIndex, check_parts, check_where, episode_items, matches, owner_of)
 from . import backends
 from .chroma import MAX_USERS
 from .episodes import EpisodeArchive
@@ -55,7 +54,7 @@ class FactStore:
         self.facts = FactIndex(vectors, self.lexicon, self.log, self.embedder, self._unit)
         self.archive = EpisodeArchive(records, vectors, self.lexicon, self.embedder, self._unit, embed_batch)
         try:
-            self._open_once()
+            _open_once(self)
         except BaseException:
             self.close()
             raise
@@ -63,18 +62,6 @@ class FactStore:
     def _unit(self) -> AbstractContextManager[Any]:
         """One transaction around a write's parts, when they share a database."""
         return self.records.db.transaction() if self._shared else nullcontext()
-
-    def _open_once(self) -> None:
-        """What a store does when it opens, never on a read: fill a new text index, move old layouts, replay."""
-        if not self.lexicon.filled:  # new, missing or damaged, or written by an older memkit
-            _fill(self.lexicon, self.records, self.log)
-        if "migrate" in self.vectors.extras:
-            self.vectors.migrate()  # type: ignore[attr-defined]
-        if self.records.path != ":memory:":  # a store that outlives its process
-            try:
-                self.replay()  # what a crash or an outage left logged but not applied
-            except StoreUnavailable:
-                pass  # stays logged; Memory.flush() or the next open applies it
 
     # ---- constructors -------------------------------------------------------------------------
     @classmethod
@@ -119,17 +106,7 @@ class FactStore:
         ``memory://`` (``ephemeral``), ``file://PATH`` (``persistent``), ``chroma://HOST:PORT`` (``http``),
         ``postgresql://...`` (``postgres``). ``options`` go to that constructor (``max_users``, ``records``,
         ``log``); ``StoreURLError`` names a URL of no such kind."""
-        kind, where = parse_store_url(url)
-        make = {"memory": cls.ephemeral, "file": cls.persistent, "chroma": cls.http, "postgres": cls.postgres}[kind]
-        unknown = set(options) - set(inspect.signature(make).parameters)
-        if unknown:
-            raise StoreURLError(f"{url!r}: a {kind} store takes no {', '.join(sorted(unknown))}")
-        if kind == "memory":
-            return cls.ephemeral(embedder, **options)
-        if kind == "chroma":
-            host, _, port = where.rpartition(":")
-            return cls.http(host, int(port), embedder, namespace, **options)
-        return make(where, embedder, namespace, **options)
+        return cls(**backends.from_url(url, embedder or _embed.shared_embedder(), namespace, **options))
 
     # ---- owners ---------------------------------------------------------------------------------
     def owner(self, user_id: str) -> str:
@@ -301,18 +278,7 @@ class FactStore:
     def replay(self) -> list[Event]:
         """Apply logged events whose change never reached the index (a crash, an outage), in sequence order,
         with their original times; never planned again. Returns what was applied."""
-        done = []
-        for seq, e in self.log.unapplied():
-            # under the user's lock, and checked again inside it: an event unapplied only because its writer
-            # (another thread or process) is still applying it is left to that writer
-            with self.user_lock(e.user_id):
-                if self.log.applied(seq):
-                    continue
-                owner = owner_of(e.user_id)
-                self.facts.effect(owner, e.user_id, [e])
-                self.log.mark_applied(owner, [seq])
-            done.append(e)
-        return done
+        return self.log.replay(lambda e: self.facts.effect(owner_of(e.user_id), e.user_id, [e]), self.user_lock)
 
     def _check_events(self, user_id: str, events: Sequence[Event]) -> str:
         owner = self._owner(user_id)
@@ -367,6 +333,19 @@ class FactStore:
         self.lexicon.close()
         self.records.close()
         self.log.close()
+
+
+def _open_once(store: FactStore) -> None:
+    """What a store does when it opens, never on a read: fill a new text index, move old layouts, replay."""
+    if not store.lexicon.filled:  # new, missing or damaged, or written by an older memkit
+        _fill(store.lexicon, store.records, store.log)
+    if "migrate" in store.vectors.extras:
+        store.vectors.migrate()  # type: ignore[attr-defined]
+    if store.records.path != ":memory:":  # a store that outlives its process
+        try:
+            store.replay()  # what a crash or an outage left logged but not applied
+        except StoreUnavailable:
+            pass  # stays logged; Memory.flush() or the next open applies it
 
 
 def _index_folder(records: str) -> Path | None:

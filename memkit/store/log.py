@@ -19,10 +19,11 @@ from __future__ import annotations
 import json
 from contextlib import AbstractContextManager
 from functools import lru_cache
-from typing import Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from ..errors import IsolationError
 from ..types import Event, EventKind, Fact, current, fold
+from .base import owner_of
 from .sql import Database
 
 _TABLES = """CREATE TABLE IF NOT EXISTS events (
@@ -118,6 +119,21 @@ class EventLog:
         """Logged events whose change never reached the fact index, in sequence order."""
         rows = self.db.rows("SELECT seq, body FROM events WHERE applied = 0 ORDER BY seq")
         return [(int(s), Event.from_dict(json.loads(b))) for s, b in rows]
+
+    def replay(self, effect: Callable[[Event], None],
+               lock: Callable[[str], AbstractContextManager[Any]]) -> list[Event]:
+        """Apply (``effect``) the logged events whose change never reached the index, in sequence order, each
+        under its user's ``lock`` and checked again inside it: an event unapplied only because its writer
+        (another thread or process) is still applying it is left to that writer. Returns what was applied."""
+        done = []
+        for seq, e in self.unapplied():
+            with lock(e.user_id):
+                if self.applied(seq):
+                    continue
+                effect(e)
+                self.mark_applied(owner_of(e.user_id), [seq])
+            done.append(e)
+        return done
 
     # ---- profile -----------------------------------------------------------------------------
     def put_profile(self, owner: str, facts: Sequence[Fact]) -> None:

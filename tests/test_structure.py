@@ -1,0 +1,101 @@
+"""The package's shape (docs/architecture.md §7): no import circle, lazy imports inside functions included."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1] / "memkit"
+
+
+def _modules(root: Path) -> dict[str, Path]:
+    out = {}
+    for p in root.rglob("*.py"):
+        name = ".".join(p.relative_to(root.parent).with_suffix("").parts)
+        out[name.removesuffix(".__init__")] = p
+    return out
+
+
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """The line numbers of imports under ``if TYPE_CHECKING:`` (annotations only: never run)."""
+    lines = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            lines |= {n.lineno for stmt in node.body for n in ast.walk(stmt) if isinstance(n, (ast.Import, ast.ImportFrom))}
+    return lines
+
+
+def imports(root: Path = ROOT) -> dict[str, set[str]]:
+    """Which memkit modules each memkit module imports, at its top or inside a function."""
+    mods = _modules(root)
+    edges: dict[str, set[str]] = {m: set() for m in mods}
+    for m, path in mods.items():
+        package = m if path.name == "__init__.py" else m.rpartition(".")[0]
+        tree = ast.parse(path.read_text())
+        skip = _type_checking_only(tree)
+        for node in ast.walk(tree):
+            if getattr(node, "lineno", None) in skip:
+                continue
+            if isinstance(node, ast.ImportFrom):
+                base = package.split(".")[:len(package.split(".")) - node.level + 1] if node.level else []
+                target = ".".join(base + ([node.module] if node.module else []))
+                for alias in node.names:  # a module of the package, or a name the package (module) defines
+                    t = f"{target}.{alias.name}" if f"{target}.{alias.name}" in mods else target
+                    if t in mods and t != m:
+                        edges[m].add(t)
+            elif isinstance(node, ast.Import):
+                edges[m] |= {a.name for a in node.names if a.name in mods}
+    return edges
+
+
+def circles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(edges[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_module_of_memkit_imports_itself_through_others():
+    edges = imports()
+    assert len(edges) > 50 and "memkit.read" in edges["memkit.memory"]  # the scan sees the package
+    assert circles(edges) == []
+
+
+def test_the_circle_check_finds_a_circle(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from . import b\n")
+    (pkg / "b.py").write_text("def f():\n    from .a import x\n")  # a lazy import still closes the circle
+    (pkg / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import x\n")
+    assert circles(imports(pkg)) == [["pkg.a", "pkg.b"]]
+
+
+@pytest.mark.parametrize("limit", [400])
+def test_no_module_over_its_size(limit):
+    assert {p.name: n for p in ROOT.rglob("*.py") if (n := len(p.read_text().splitlines())) > limit} == {}
