@@ -168,12 +168,101 @@ def pack_memory(hits: Sequence[Hit], recalled: Iterable[Recalled], budget: int, 
     return block.part(), eps
 
 
+class EpisodePacker:
+    """The episodes part being packed within ``budget`` (``pack_episodes``): what is shown, each line's
+    cost (and its session's date line), and the repeats folded into a line shown."""
+
+    def __init__(self, budget: int, skip: Callable[[Episode], bool], dates: bool = True,
+                 truncates: Callable[[str], bool] | None = None, fold_repeats: bool = True,
+                 near_repeats: float = NEAR_REPEATS) -> None:
+        self.budget, self.skip, self.dates, self.truncates = budget, skip, dates, truncates
+        self.fold_repeats, self.near_repeats = fold_repeats, near_repeats
+        self.used = 0
+        self.chosen: dict[str, tuple[Episode, dict[str, Any]]] = {}
+        self.first_of: dict[str, str] = {}  # repeat key -> the episode id shown for it
+        self.words_of: dict[str, set[str]] = {}  # shown episode id -> its words (near repeats)
+        self.lines_shown: set[str] = set()  # every shown line's words (an excerpt leaves them out)
+        self.repeats: dict[str, list[Episode]] = {}  # shown episode id -> the same line said elsewhere
+        self.sessions: dict[str, Episode] = {}  # session id -> its first episode shown
+
+    @property
+    def left(self) -> int:
+        return self.budget - self.used
+
+    def whole_turns(self) -> set[str]:
+        """The turns shown whole (not as a passage)."""
+        return {e.turn_id for e, _ in self.chosen.values() if e.span is None}
+
+    def header_cost(self, e: Episode) -> int:
+        """What a new session's header adds: its own line, and the label of any shown session of that date."""
+        if not self.dates or e.session_id in self.sessions:
+            return 0
+        same_day = [s for s in self.sessions.values() if date_label(s.time) == date_label(e.time)]
+        if not same_day:
+            return line_cost(session_header(e))
+        # the one session of that date shown so far gets its id too
+        relabel = line_cost(session_header(same_day[0], True)) - line_cost(session_header(same_day[0]))
+        return line_cost(session_header(e, True)) + (relabel if len(same_day) == 1 else 0)
+
+    def _repeat_of(self, key: str, words: set[str]) -> str | None:
+        """The shown episode this line repeats (the same words, or ``near_repeats`` alike), if any."""
+        if not self.fold_repeats:
+            return None
+        return self.first_of.get(key) or next((ref for ref, w in self.words_of.items()
+                                               if near(words, w) >= self.near_repeats), None)
+
+    def take(self, e: Episode, rank: int, why: str, score: float | None, similarity: float | None) -> bool:
+        """Show ``e`` if it is new, not skipped, and fits; a repeat is folded into the line shown for it."""
+        if e.ref in self.chosen or self.skip(e):
+            return False
+        if self.fold_repeats and e.span is not None:  # an excerpt leaves out the lines the context already shows
+            kept = [x for x in e.content.splitlines() if line_key(x) and line_key(x) not in self.lines_shown]
+            if not kept:
+                return False
+            e = e.evolve(content="\n".join(kept))
+        key = repeat_key(e) if self.fold_repeats else e.ref
+        words = set(key.split())
+        same = self._repeat_of(key, words)
+        if same is not None:  # the same line, said again: shown once, with every session it came from
+            self.repeats.setdefault(same, []).append(e)
+            return False
+        line = episode_line(e)
+        cost = line_cost(line) + self.header_cost(e)
+        if self.used + cost > self.budget:
+            return False
+        self.used += cost
+        self.sessions.setdefault(e.session_id, e)
+        item = {"turn_id": e.turn_id, "text": line, "session_id": e.session_id, "date": date_label(e.time),
+                "speaker": e.speaker, "rank": rank, "why": why, "score": _round(score), "similarity": _round(similarity)}
+        if e.span is not None:
+            item["excerpt"] = list(e.span[:2])  # characters of the turn shown: the passage that was recalled
+        elif self.truncates is not None and self.truncates(e.content):
+            item["embedding"] = "truncated to the embedder's window; the lexical index has every word"
+        self.chosen[e.ref] = (e, {**item, "tokens": cost})
+        self.first_of[key] = e.ref
+        self.lines_shown.update(line_key(x) for x in e.content.splitlines())
+        if self.fold_repeats and self.near_repeats < 1.0:
+            self.words_of[e.ref] = words
+        return True
+
+    def part(self) -> Part:
+        """The episodes shown, in the order they were said, each with the sessions and turns it stands for."""
+        for shown_id, again in self.repeats.items():  # in the order they were said, whatever the ranks' ties
+            e, item = self.chosen[shown_id]
+            said = sorted([e] + again, key=said_order)
+            item["sessions"] = list(dict.fromkeys(x.session_id for x in said))
+            item["repeats"] = [x.turn_id for x in sorted(again, key=said_order)]
+        ordered = sorted(self.chosen.values(), key=lambda x: said_order(x[0]))
+        text = render_episodes([e for e, _ in ordered], self.dates)
+        return Part("episodes", text, tokens.count(text), tuple(item for _, item in ordered))
+
+
 def pack_episodes(recalled: Iterable[Recalled | Hit], budget: int, skip: Callable[[Episode], bool],
                   neighbours: Callable[[Episode], Sequence[Episode]] | None = None, dates: bool = True,
                   truncates: Callable[[str], bool] | None = None, fold_repeats: bool = True,
                   near_repeats: float = NEAR_REPEATS, passages_per_turn: int = PASSAGES_PER_TURN,
                   facts: FactLines | None = None, spare_facts: bool = False) -> Part:
-    """Episodes in fused rank until ``budget`` is spent, shown in the order they were said.
+    """Episodes in fused rank until ``budget`` is spent, shown in the order they were said (``EpisodePacker``).
 
     ``skip`` leaves out what the context already holds (this session's turns, the sources of shown facts);
     ``neighbours`` (when given) adds the turns around each hit after it, while they fit. With
@@ -186,92 +275,30 @@ def pack_episodes(recalled: Iterable[Recalled | Hit], budget: int, skip: Callabl
     to the ``facts`` block, from the same budget; with ``spare_facts``, not when the whole turns it came from
     are shown already (as a shown fact spares its turns, a shown turn spares its fact: nothing said twice).
     """
-    chosen: dict[str, tuple[Episode, dict[str, Any]]] = {}
-    first_of: dict[str, str] = {}  # repeat key -> the episode id shown for it
-    words_of: dict[str, set[str]] = {}  # shown episode id -> its words (near repeats)
-    lines_shown: set[str] = set()  # every shown line's words (an excerpt leaves them out)
-    repeats: dict[str, list[Episode]] = {}  # shown episode id -> the same line said elsewhere
-    sessions: dict[str, Episode] = {}  # session id -> its first episode shown
-    used = 0
-
-    def header_cost(e: Episode) -> int:
-        """What a new session's header adds: its own line, and the label of any shown session of that date."""
-        if not dates or e.session_id in sessions:
-            return 0
-        same_day = [s for s in sessions.values() if date_label(s.time) == date_label(e.time)]
-        if not same_day:
-            return line_cost(session_header(e))
-        # the one session of that date shown so far gets its id too
-        relabel = line_cost(session_header(same_day[0], True)) - line_cost(session_header(same_day[0]))
-        return line_cost(session_header(e, True)) + (relabel if len(same_day) == 1 else 0)
-
-    def take(e: Episode, rank: int, why: str, score: float | None, similarity: float | None) -> bool:
-        nonlocal used
-        if e.ref in chosen or skip(e):
-            return False
-        if fold_repeats and e.span is not None:  # an excerpt leaves out the lines the context already shows
-            kept = [x for x in e.content.splitlines() if line_key(x) and line_key(x) not in lines_shown]
-            if not kept:
-                return False
-            e = e.evolve(content="\n".join(kept))
-        key = repeat_key(e) if fold_repeats else e.ref
-        words = set(key.split())
-        same = None
-        if fold_repeats:
-            same = first_of.get(key) or next((ref for ref, w in words_of.items() if near(words, w) >= near_repeats), None)
-        if same is not None:  # the same line, said again: shown once, with every session it came from
-            repeats.setdefault(same, []).append(e)
-            return False
-        line = episode_line(e)
-        cost = line_cost(line) + header_cost(e)
-        if used + cost > budget:
-            return False
-        used += cost
-        sessions.setdefault(e.session_id, e)
-        item = {"turn_id": e.turn_id, "text": line, "session_id": e.session_id, "date": date_label(e.time),
-                "speaker": e.speaker, "rank": rank, "why": why, "score": _round(score), "similarity": _round(similarity)}
-        if e.span is not None:
-            item["excerpt"] = list(e.span[:2])  # characters of the turn shown: the passage that was recalled
-        elif truncates is not None and truncates(e.content):
-            item["embedding"] = "truncated to the embedder's window; the lexical index has every word"
-        chosen[e.ref] = (e, {**item, "tokens": cost})
-        first_of[key] = e.ref
-        lines_shown.update(line_key(x) for x in e.content.splitlines())
-        if fold_repeats and near_repeats < 1.0:
-            words_of[e.ref] = words
-        return True
-
+    packer = EpisodePacker(budget, skip, dates, truncates, fold_repeats, near_repeats)
     later: list[tuple[int, Recalled]] = []  # passages of turns that already show ``passages_per_turn``
     passages_of: dict[str, int] = {}  # turn id -> its passages shown
     for rank, r in enumerate(recalled, 1):
-        if budget - used < 8:
+        if packer.left < 8:
             break
         if isinstance(r, Hit):
-            shown = {e.turn_id for e, _ in chosen.values() if e.span is None}
-            if facts is not None and not (spare_facts and r.fact.source and set(r.fact.source) <= shown):
-                used += facts.take(r, budget - used)
+            if facts is not None and not (spare_facts and r.fact.source and set(r.fact.source) <= packer.whole_turns()):
+                packer.used += facts.take(r, packer.left)
             continue
         e = r.item
         if passages_per_turn and e.span is not None and passages_of.get(e.turn_id, 0) >= passages_per_turn:
             later.append((rank, r))
             continue
-        if take(e, rank, r.why, r.score, r.similarity):
+        if packer.take(e, rank, r.why, r.score, r.similarity):
             if e.span is not None:
                 passages_of[e.turn_id] = passages_of.get(e.turn_id, 0) + 1
             for n in neighbours(e) if neighbours else ():
-                take(n, rank, f"neighbour of {e.turn_id} (#{rank})", None, None)
+                packer.take(n, rank, f"neighbour of {e.turn_id} (#{rank})", None, None)
     for rank, r in later:  # what budget is left: more of the turns already shown
-        if budget - used < 8:
+        if packer.left < 8:
             break
-        take(r.item, rank, r.why, r.score, r.similarity)
-    for shown_id, again in repeats.items():  # in the order they were said, whatever the ranks' ties
-        e, item = chosen[shown_id]
-        said = sorted([e] + again, key=said_order)
-        item["sessions"] = list(dict.fromkeys(x.session_id for x in said))
-        item["repeats"] = [x.turn_id for x in sorted(again, key=said_order)]
-    ordered = sorted(chosen.values(), key=lambda x: said_order(x[0]))
-    text = render_episodes([e for e, _ in ordered], dates)
-    return Part("episodes", text, tokens.count(text), tuple(item for _, item in ordered))
+        packer.take(r.item, rank, r.why, r.score, r.similarity)
+    return packer.part()
 
 
 def said_order(e: Episode) -> tuple[int, int]:

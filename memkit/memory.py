@@ -69,7 +69,7 @@ class Memory:
         self.passage_tokens = validate.count("passage_tokens", passage_tokens)
         self.retriever = retriever
         self.read_options = read or ReadOptions()
-        self.sessions: dict[tuple[str, str], EpisodicBuffer] = {}  # (user_id, session_id) -> the open session
+        self.open_sessions: dict[tuple[str, str], EpisodicBuffer] = {}  # (user_id, session_id) -> its live buffer
         # documents are retrieved beside the memory read; sessions warm up on a thread of their own, so a burst
         # of opened sessions never queues ahead of a read. Memory itself is searched in the caller's thread:
         # on 2 cores, handing a search to another thread made reads slower (CHANGELOG.md, 0.2.0, "Read path at scale")
@@ -77,6 +77,12 @@ class Memory:
         self._warmer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memkit-warm")
         self._warming: dict[str, Future] = {}  # user_id -> the background load started when a session opened
         self._bulk = False  # inside bulk(): sessions neither warm up nor embed as they open and end
+
+    @property
+    def sessions(self) -> dict[tuple[str, str], EpisodicBuffer]:
+        """Deprecated (0.3): ``open_sessions``, beside ``sessions_store`` (the ``sessions=`` it was given)."""
+        warnings.warn("Memory.sessions is now Memory.open_sessions", DeprecationWarning, stacklevel=2)
+        return self.open_sessions
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None, store: FactStore | None = None, **kwargs: Any) -> "Memory":
@@ -93,7 +99,7 @@ class Memory:
         """The user's session ``session_id``: open, resumed from the session store, or new. A session id is the
         user's own: two users may each have a session "mon"."""
         key = (validate.user_id(user_id), validate.session_id(session_id))
-        buf = self.sessions.get(key)
+        buf = self.open_sessions.get(key)
         if buf is not None:
             return buf
         if self.sessions_store is not None:
@@ -109,7 +115,7 @@ class Memory:
             self._warming = {u: f for u, f in self._warming.items() if not f.done()}
             waiting = self.store.pending_episodes(user_id, but_session=session_id)
             self._warming[user_id] = self._warmer.submit(self.store.warm, user_id, session_id, waiting)
-        self.sessions[key] = buf
+        self.open_sessions[key] = buf
         return buf
 
     def ready(self, user_id: str, timeout: float | None = None) -> bool:
@@ -133,7 +139,7 @@ class Memory:
             self.store.embed_pending(user_id)
         if not keep:
             buf.discard()
-        self.sessions.pop((user_id, session_id), None)
+        self.open_sessions.pop((user_id, session_id), None)
 
     @contextmanager
     def bulk(self, size: int = BULK_SIZE) -> Iterator["Memory"]:

@@ -193,3 +193,11 @@ def test_read_options_passed_one_by_one_still_work_and_warn(embedder):
     assert (both.read_options.k, both.read_options.profile_tokens) == (3, 0)
     with pytest.raises(TypeError, match="unexpected keyword arguments \\['bogus'\\]"):
         Memory(store=store, bogus=1)
+
+
+def test_the_open_sessions_are_named_apart_from_the_session_store(embedder):
+    m = Memory(store=FactStore.ephemeral(embedder))
+    m.observe("u", "s1", "user", "I prefer metric units.")
+    assert list(m.open_sessions) == [("u", "s1")] and m.sessions_store is None
+    with pytest.warns(DeprecationWarning, match="open_sessions"):
+        assert m.sessions is m.open_sessions

@@ -25,7 +25,7 @@ from .base import (BULK_SIZE, DEFAULT_FLOOR, EMBED_BATCH, IMPORTANCE_WEIGHT, PAR
                    VectorIndex, check_parts, check_where, episode_items, matches, owner_of)
 from . import backends
 from .chroma import MAX_USERS
-from .episodes import EpisodeArchive
+from .archive import EpisodeArchive
 from .facts import FactIndex
 from .lexicon import LexicalIndex
 from .log import EventLog
