@@ -180,3 +180,16 @@ def test_bench_scale_writes_its_table_and_command_for_the_benchmarks_page(tmp_pa
     section = scale_section(tmp_path / "scale", "Scale")
     row = next(line for line in section.splitlines() if line.startswith("| persistent 2 × 6 |"))
     assert row.count("|") == 10 and "×" in row.split("|")[5]  # every column filled, the ratio as a factor
+
+
+def test_an_error_ctrl_c_caused_counts_as_ctrl_c():
+    from memkit.eval.cli import _ctrl_c
+
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as k:
+            raise ImportError("initialization failed") from k  # what onnxruntime's import does with it
+    except ImportError as e:
+        assert _ctrl_c(e)
+    assert not _ctrl_c(ImportError("no module")) and _ctrl_c(KeyboardInterrupt())

@@ -35,6 +35,16 @@ def _embed_cache(where: str) -> str | None:
     return where or str(default_path())
 
 
+def _ctrl_c(e: BaseException | None) -> bool:
+    """Whether ``e`` is Ctrl-C, or an error it caused: a C extension being imported when it arrives reports it
+    as its own ``ImportError`` ("initialization failed"), with the ``KeyboardInterrupt`` as the cause."""
+    while e is not None:
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -98,7 +108,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
                                               judge_model=judge_model, jobs=args.jobs, scheduler=scheduler,
                                               parts=out / "parts", resume=args.resume, embed_cache=cache,
                                               recycle=args.recycle, embedder=args.embedder, **options)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Exception) as e:
+        if not _ctrl_c(e):
+            raise
         import sys
 
         saved = len(list((out / "parts").glob("job-*.pkl")))
