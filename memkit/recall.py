@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from itertools import islice
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Sequence
 
 from . import passages
 from .budget import BudgetPlan, profile_rows
@@ -101,14 +101,24 @@ def recall_episodes(store: FactStore, user_id: str, query: str, dense: Sequence[
     by id from their records, ``page`` ids at a time (None: all at once). ``session`` is the reader's own
     (``FactStore.lexical``). ``dense`` are the dense channel's hits for ``query`` itself (``recall`` searches
     that channel without the names the question gives)."""
-    scored, _, _, _ = _scored_episodes(store, user_id, query, lambda q: dense, options, session, timeframe)
+    scored = _scored_episodes(store, user_id, query, lambda q: dense, options, session, timeframe).scored
     return _fetched(fuse(_ids(scored), options), dict(dense or ()), lambda refs: _episodes(store, user_id, refs), page)
+
+
+class Searched(NamedTuple):
+    """What the episodes' search found (``_scored_episodes``): each channel's hits, the one person the question
+    is about, everyone it names, and the query each channel searched."""
+
+    scored: dict[str, list[tuple[str, float]]]
+    subject: Subject | None
+    people: tuple[str, ...]
+    lexical_query: str
+    dense_query: str
 
 
 def _scored_episodes(store: FactStore, user_id: str, query: str,
                      dense_for: Callable[[str], Sequence[tuple[str, float]] | None], options: RecallOptions,
-                     session: str | None, timeframe: Timeframe | None
-                     ) -> tuple[dict[str, list[tuple[str, float]]], Subject | None, str, str]:
+                     session: str | None, timeframe: Timeframe | None) -> Searched:
     """The episodes' channels (``_scored``; ``dense_for(q)``: the dense channel's hits for a query, None when
     it is off); with a ``timeframe`` the time ranking of what they found; and when the question names one of
     the people who said what they found, those people's turns of it (``subject``), with the person. Also the
@@ -151,7 +161,7 @@ def _scored_episodes(store: FactStore, user_id: str, query: str,
             scored["subject"] = [(r, 0.0) for r in found if said.get(r) == subject.speaker]
     if timeframe is not None:
         scored["time"] = [(r, 0.0) for r in _by_time(store, user_id, found, timeframe, options.depth, session)]
-    return scored, subject, lexical_query, dense_query
+    return Searched(scored, subject, tuple(named_people), lexical_query, dense_query)
 
 
 def _facts_about(store: FactStore, user_id: str, subject: Subject, scored: dict[str, list[tuple[str, float]]],
@@ -315,9 +325,9 @@ def recall(store: FactStore, policy: "Policy", user_id: str, session_id: str, qu
 
     # facts and episodes on one list: each item's fused score is its place among both, so the packer takes
     # them in one order and a fact is shown only where it outranks the episodes (assemble.pack_memory)
-    scored, subject, lexical_query, dense_query = _scored_episodes(
+    scored, subject, people, lexical_query, dense_query = _scored_episodes(
         store, user_id, query, lambda q: dense_for(q).get("episodes"), deeper, session_id, timeframe) \
-        if episodes else ({}, None, query, query)
+        if episodes else Searched({}, None, (), query, query)
     dense = dense_for(dense_query)
     # the facts' lexical channel searches what the episodes' did, so their scores rank on one list
     scored_facts = _scored(store, user_id, "facts", lexical_query, dense.get("facts"), options, floor, None) \
@@ -331,8 +341,8 @@ def recall(store: FactStore, policy: "Policy", user_id: str, session_id: str, qu
             about |= {f"f:{i}" for i in _facts_about(store, user_id, subject, scored_facts, options)}
         ranked["subject"] = [key for key, _, _ in fuse(ranked, options) if key in about]
     fused = fuse(ranked, options)
-    # the profile block is the user's: a question about another person gets that person's facts by recall
-    profile = 0 if subject is not None and subject.speaker != USER else plan.profile
+    # the profile block is the user's: a question that names people (one or several) gets their facts by recall
+    profile = 0 if people or (subject is not None and subject.speaker != USER) else plan.profile
     shown = fact_hits(store, policy, user_id, query, dense.get("facts"), k, floor, profile, options,
                       fused=[(key[2:], s, r) for key, s, r in fused if key[0] == "f"]) if facts else []
     found = _fetched([(key[2:], s, r) for key, s, r in fused if key[0] == "e"], dict(dense.get("episodes") or ()),

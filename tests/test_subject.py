@@ -99,6 +99,8 @@ def test_a_question_about_a_named_person_gets_no_profile_block(embedder):
     m.end_session("chat", "s1")
     about = m.context("chat", "q", "What does Tomek play?", budget=400)
     assert not any(i["why"] == "profile" for i in about.parts[0].items)
+    both = m.context("chat", "q1", "What do Tomek and Ines do?", budget=400)  # two people: theirs by recall
+    assert not any(i["why"] == "profile" for i in both.parts[0].items)
     anyone = m.context("chat", "q2", "Who plays an instrument?", budget=400)  # no one named: the block is back
     assert any(i["why"] == "profile" for i in anyone.parts[0].items)
 

@@ -1,1 +1,2 @@
 python scripts/measure_recall_options.py --data '../shared/devdata/realtalk/Chat_[1-5]_*.json' --format realtalk --budget 400,1200 --jobs 2 --name names-realtalk-dev --out docs/results/options --only 'two-layer (defaults)' --only 'two-layer, names kept in the dense query' --only 'two-layer, lexical with the subject'"'"'s name'
+# the row 'two-layer, as 83498a6: a profile block for a question that names several people': this command's defaults row at 83498a6 (git show 83498a6:docs/results/options/names-realtalk-dev.csv)
