@@ -57,6 +57,10 @@ VARIANTS: dict[str, tuple[str, dict]] = {
     "two-layer, no question time": ("two-layer:keyed", {"recall": RecallOptions(timeframes=False)}),
     # long turns as passages (memkit/passages.py): off, and sizes around the default
     "two-layer, passages off (turns whole)": ("two-layer:keyed", {"passage_tokens": 0}),
+    "two-layer, passages 16": ("two-layer:keyed", {"passage_tokens": 16}),
+    "two-layer, passages 24": ("two-layer:keyed", {"passage_tokens": 24}),
+    "two-layer, passages 32": ("two-layer:keyed", {"passage_tokens": 32}),
+    "two-layer, passages 48": ("two-layer:keyed", {"passage_tokens": 48}),
     "two-layer, passages 64": ("two-layer:keyed", {"passage_tokens": 64}),
     "two-layer, passages 128": ("two-layer:keyed", {"passage_tokens": 128}),
     "two-layer, passages 192": ("two-layer:keyed", {"passage_tokens": 192}),

@@ -97,18 +97,20 @@ def run_section(folder: Path, title: str) -> str:
 
 
 def options_section(csv: Path, title: str) -> str:
-    """One options table of ``scripts/measure_recall_options.py``: variant by budget."""
+    """One options table of ``scripts/measure_recall_options.py``: variant by budget, answer-in-context in
+    brackets (a variant that raises evidence recall while it falls shows more turns, not more answers)."""
     table = pd.read_csv(csv)
     budgets = sorted(table["budget"].unique())
     rows = []
     for variant, got in table.groupby("variant", sort=False):
         got = got.set_index("budget")
         rows.append([variant, *(f"{got.loc[b, 'evidence_recall']:.3f} [{got.loc[b, 'ci_low']:.2f}, "
-                                f"{got.loc[b, 'ci_high']:.2f}]" if b in got.index else "–" for b in budgets)])
+                                f"{got.loc[b, 'ci_high']:.2f}] ({got.loc[b, 'answer_in_context']:.2f})"
+                                if b in got.index else "–" for b in budgets)])
     command = csv.with_suffix(".cmd").read_text("utf-8").strip() if csv.with_suffix(".cmd").exists() else \
         "(command not recorded)"
     return "\n".join([f"## {title}", "", "```bash", command, "```", "", f"File: `{csv.as_posix()}`.", "",
-                      _table(["variant: evidence recall [95% interval]", *(f"{b:,} tokens" for b in budgets)],
+                      _table(["variant: evidence recall [95% interval] (answer in context)", *(f"{b:,} tokens" for b in budgets)],
                              rows), ""])
 
 
