@@ -4,6 +4,7 @@ turns to the parts of a ``Context``, each item with its tokens and why it got in
 
 from __future__ import annotations
 
+import functools
 import heapq
 import re
 from datetime import datetime
@@ -19,6 +20,7 @@ HEADERS = {"facts": "What you know about the user:", "episodes": "From earlier c
            "documents": "Reference documents (not facts about the user):"}
 
 
+@functools.lru_cache(maxsize=4096)  # a read labels each candidate's date, and the same turns come back read after read
 def date_label(t: float) -> str:
     """A session date as people write it: ``8 May 2023``."""
     d = datetime.fromtimestamp(t)
@@ -135,16 +137,31 @@ def diversified(stream: Iterable[Recalled | Hit], diversity: float, window: int 
             if nxt is None:
                 break
             words = set(line_key(nxt.fact.text if isinstance(nxt, Hit) else nxt.item.content).split())
-            pool.append([nxt, words, max((near(words, g) for g in given), default=0.0)])
+            pool.append([nxt, words, _nearest(words, given)])
         if not pool:
             return
         top = max(x.score for x, _, _ in pool) or 1.0
         best = max(range(len(pool)), key=lambda i: (1 - diversity) * pool[i][0].score / top - diversity * pool[i][2])
         item, words, _ = pool.pop(best)
         given.append(words)
-        for entry in pool:
-            entry[2] = max(entry[2], near(entry[1], words))
+        n = len(words)
+        for entry in pool:  # near(entry's words, words), inlined: the read path's hottest loop
+            shared = len(entry[1] & words)
+            if shared and shared / (len(entry[1]) + n - shared) > entry[2]:
+                entry[2] = shared / (len(entry[1]) + n - shared)
         yield item
+
+
+def _nearest(words: set[str], given: Sequence[set[str]]) -> float:
+    """The greatest ``near(words, g)`` over ``given`` (0.0 for none), inlined: the read path's hottest loop."""
+    if not words:
+        return 0.0
+    best, n = 0.0, len(words)
+    for g in given:
+        shared = len(words & g)
+        if shared:
+            best = max(best, shared / (n + len(g) - shared))
+    return best
 
 
 def pack_memory(hits: Sequence[Hit], recalled: Iterable[Recalled], budget: int, profile_tokens: int,

@@ -101,8 +101,9 @@ def recall_episodes(store: FactStore, user_id: str, query: str, dense: Sequence[
     by id from their records, ``page`` ids at a time (None: all at once). ``session`` is the reader's own
     (``FactStore.lexical``). ``dense`` are the dense channel's hits for ``query`` itself (``recall`` searches
     that channel without the names the question gives)."""
-    scored = _scored_episodes(store, user_id, query, lambda q: dense, options, session, timeframe).scored
-    return _fetched(fuse(_ids(scored), options), dict(dense or ()), lambda refs: _episodes(store, user_id, refs), page)
+    fetch = EpisodeReader(store, user_id)
+    scored = _scored_episodes(store, user_id, query, lambda q: dense, options, session, timeframe, fetch).scored
+    return _fetched(fuse(_ids(scored), options), dict(dense or ()), fetch, page)
 
 
 class Searched(NamedTuple):
@@ -118,7 +119,7 @@ class Searched(NamedTuple):
 
 def _scored_episodes(store: FactStore, user_id: str, query: str,
                      dense_for: Callable[[str], Sequence[tuple[str, float]] | None], options: RecallOptions,
-                     session: str | None, timeframe: Timeframe | None) -> Searched:
+                     session: str | None, timeframe: Timeframe | None, fetch: "EpisodeReader") -> Searched:
     """The episodes' channels (``_scored``; ``dense_for(q)``: the dense channel's hits for a query, None when
     it is off); with a ``timeframe`` the time ranking of what they found; and when the question names one of
     the people who said what they found, those people's turns of it (``subject``), with the person. Also the
@@ -133,7 +134,7 @@ def _scored_episodes(store: FactStore, user_id: str, query: str,
     channel then searches without the first person."""
     lexical = "lexical" in options.channels
     whole = store.lexical(user_id, "episodes", query, options.depth, session) if lexical else []
-    said = _speakers(store, user_id, [i for i, _ in whole]) if options.subjects and whole else {}
+    said = _speakers(fetch, [i for i, _ in whole]) if options.subjects and whole else {}
     named_people = _people(store, user_id, query, set(said.values()))[1] if said else {}
     lexical_query = _without(query, set().union(*(name_words(w) | name_words(p) for p, w in named_people.items()))) \
         if named_people and not options.subject_words else query
@@ -148,7 +149,7 @@ def _scored_episodes(store: FactStore, user_id: str, query: str,
     found = [i for i, _, _ in fuse(_ids(scored), options)]
     subject = None
     if options.subjects and found:
-        said |= _speakers(store, user_id, [r for r in found if r not in said])
+        said |= _speakers(fetch, [r for r in found if r not in said])
         subject = _people(store, user_id, query, set(said.values()))[0]
         if subject is not None and lexical_query == query and not options.subject_words and lexical:
             # the first person of a user's question (or a person only the dense channel found)
@@ -156,11 +157,11 @@ def _scored_episodes(store: FactStore, user_id: str, query: str,
             if lexical_query != query:
                 scored["lexical"] = store.lexical(user_id, "episodes", lexical_query, options.depth, session)
                 found = [i for i, _, _ in fuse(_ids(scored), options)]
-                said |= _speakers(store, user_id, [r for r in found if r not in said])
+                said |= _speakers(fetch, [r for r in found if r not in said])
         if subject is not None:
             scored["subject"] = [(r, 0.0) for r in found if said.get(r) == subject.speaker]
     if timeframe is not None:
-        scored["time"] = [(r, 0.0) for r in _by_time(store, user_id, found, timeframe, options.depth, session)]
+        scored["time"] = [(r, 0.0) for r in _by_time(store, user_id, fetch, found, timeframe, options.depth, session)]
     return Searched(scored, subject, tuple(named_people), lexical_query, dense_query)
 
 
@@ -185,9 +186,9 @@ def _people(store: FactStore, user_id: str, query: str, speakers: set[str]) -> t
     return named(query, people, aliases), named_all(query, people, aliases)
 
 
-def _speakers(store: FactStore, user_id: str, refs: Sequence[str]) -> dict[str, str]:
+def _speakers(fetch: "EpisodeReader", refs: Sequence[str]) -> dict[str, str]:
     """Who said each of the episodes ``refs``: ``{ref: speaker}``."""
-    return {r: e.speaker for r, e in _episodes(store, user_id, refs).items()}
+    return {r: e.speaker for r, e in fetch(refs).items()}
 
 
 def _without(query: str, words: set[str]) -> str:
@@ -196,19 +197,31 @@ def _without(query: str, words: set[str]) -> str:
     return stripped if stripped.strip() else query
 
 
-def _episodes(store: FactStore, user_id: str, refs: Sequence[str]) -> dict[str, Episode]:
-    """Episodes by index id: a whole turn, or the excerpt a passage's id names (``memkit/passages.py``)."""
-    parsed = [passages.parse(r) for r in refs]
-    by_id = {e.id: e for e in store.episodes(user_id, list(dict.fromkeys(i for i, _ in parsed)))}
-    return {r: by_id[i] if span is None else by_id[i].excerpt(span) for r, (i, span) in zip(refs, parsed) if i in by_id}
+class EpisodeReader:
+    """Episodes by index id for one read of one user's memory: a whole turn, or the excerpt a passage's id
+    names (``memkit/passages.py``). A read asks for the same turns several times (whose they are, when they
+    were said, then to pack them), so each is read from the store once."""
+
+    def __init__(self, store: FactStore, user_id: str) -> None:
+        self.store, self.user_id = store, user_id
+        self.read: dict[str, Episode | None] = {}  # episode id -> the episode (None: not in the store)
+
+    def __call__(self, refs: Sequence[str]) -> dict[str, Episode]:
+        parsed = [passages.parse(r) for r in refs]
+        missing = [i for i in dict.fromkeys(i for i, _ in parsed) if i not in self.read]
+        if missing:
+            found = {e.id: e for e in self.store.episodes(self.user_id, missing)}
+            self.read.update((i, found.get(i)) for i in missing)
+        got = [(r, self.read[i], span) for r, (i, span) in zip(refs, parsed)]
+        return {r: e if span is None else e.excerpt(span) for r, e, span in got if e is not None}
 
 
-def _by_time(store: FactStore, user_id: str, refs: list[str], timeframe: Timeframe, depth: int,
-             session: str | None) -> list[str]:
+def _by_time(store: FactStore, user_id: str, fetch: EpisodeReader, refs: list[str], timeframe: Timeframe,
+             depth: int, session: str | None) -> list[str]:
     """The time ranking: the turns said in the window, in the order they were said; or, for an order, the
     recalled items newest (or oldest) first."""
     if timeframe.order is not None:
-        found = _episodes(store, user_id, refs)
+        found = fetch(refs)
         return sorted(found, key=lambda r: found[r].time, reverse=timeframe.order == "latest")[:depth]
     # the window's turns in the order they were said (recalled ones first ranked the window's answers above
     # the requests they answer: CHANGELOG.md, 0.2.0, "The question's time"), each by its best-recalled item
@@ -325,8 +338,9 @@ def recall(store: FactStore, policy: "Policy", user_id: str, session_id: str, qu
 
     # facts and episodes on one list: each item's fused score is its place among both, so the packer takes
     # them in one order and a fact is shown only where it outranks the episodes (assemble.pack_memory)
+    fetch = EpisodeReader(store, user_id)
     scored, subject, people, lexical_query, dense_query = _scored_episodes(
-        store, user_id, query, lambda q: dense_for(q).get("episodes"), deeper, session_id, timeframe) \
+        store, user_id, query, lambda q: dense_for(q).get("episodes"), deeper, session_id, timeframe, fetch) \
         if episodes else Searched({}, None, (), query, query)
     dense = dense_for(dense_query)
     # the facts' lexical channel searches what the episodes' did, so their scores rank on one list
@@ -346,5 +360,5 @@ def recall(store: FactStore, policy: "Policy", user_id: str, session_id: str, qu
     shown = fact_hits(store, policy, user_id, query, dense.get("facts"), k, floor, profile, options,
                       fused=[(key[2:], s, r) for key, s, r in fused if key[0] == "f"]) if facts else []
     found = _fetched([(key[2:], s, r) for key, s, r in fused if key[0] == "e"], dict(dense.get("episodes") or ()),
-                     lambda refs: _episodes(store, user_id, refs), plan.page)
+                     fetch, plan.page)
     return shown, found, subject
