@@ -3,49 +3,56 @@ offline by default. See docs/architecture.md."""
 
 from typing import TYPE_CHECKING
 
-from .lazy import exports
+from .lazy import exports, moved
 
 _EXPORTS = {  # name -> the module that defines it, imported on first use (PEP 562): `import memkit` and the
     # command line start at once, and `import chromadb` (seconds) waits for what needs it
     **dict.fromkeys(('Settings',), "config"),
-    **dict.fromkeys(('EpisodicBuffer', 'SessionStore'), "episodic"),
-    **dict.fromkeys(('CachedEmbedder', 'EmbeddingCache'), "embed_cache"),
+    **dict.fromkeys(('EpisodicBuffer', 'SessionStore'), "write.episodic"),
+    **dict.fromkeys(('CachedEmbedder', 'EmbeddingCache'), "models.embed_cache"),
     **dict.fromkeys(('CacheUnavailable', 'ConfigError', 'DatasetError', 'DimensionMismatch', 'EmbedderMismatch', 'ExtractionError', 'InvalidArgument', 'InvalidContent', 'IsolationError', 'MemkitError', 'MissingSessionId', 'MissingUserId', 'ModelUnavailable', 'StoreClosed', 'StoreLocked', 'StorePathError', 'StoreUnavailable'), "errors"),
-    **dict.fromkeys(('EXTRACTION_PROMPT', 'Extractor', 'LLMExtractor'), "extract"),
+    **dict.fromkeys(('EXTRACTION_PROMPT', 'Extractor', 'LLMExtractor'), "write.extract"),
     **dict.fromkeys(('FactStore',), "store"),
-    **dict.fromkeys(('ChatModel', 'OpenAIChat', 'parse_json'), "llm"),
+    **dict.fromkeys(('ChatModel', 'OpenAIChat', 'parse_json'), "models.llm"),
     **dict.fromkeys(('Memory',), "memory"),
-    **dict.fromkeys(('ReadOptions',), "read"),
-    **dict.fromkeys(('RecallOptions',), "recall"),
-    **dict.fromkeys(('AppendPolicy', 'KeyedPolicy', 'LLMPolicy', 'POLICIES', 'Policy', 'SimilarityPolicy', 'TemporalPolicy'), "reconcile"),
+    **dict.fromkeys(('ReadOptions',), "read.pipeline"),
+    **dict.fromkeys(('RecallOptions',), "read.recall"),
+    **dict.fromkeys(('AppendPolicy', 'KeyedPolicy', 'LLMPolicy', 'POLICIES', 'Policy', 'SimilarityPolicy', 'TemporalPolicy'), "write.reconcile"),
     **dict.fromkeys(('as_policy',), "registry"),
-    **dict.fromkeys(('RuleExtractor',), "rules"),
-    **dict.fromkeys(('ExtractiveSummarizer', 'LLMSummarizer', 'Summarizer', 'Summary'), "summarize"),
+    **dict.fromkeys(('RuleExtractor',), "write.rules"),
+    **dict.fromkeys(('ExtractiveSummarizer', 'LLMSummarizer', 'Summarizer', 'Summary'), "write.summarize"),
     **dict.fromkeys(('Candidate', 'Context', 'Episode', 'Event', 'EventKind', 'Fact', 'Hit', 'Part', 'Recalled', 'Turn'), "types"),
 }
 
 
 __getattr__, __dir__ = exports(__name__, _EXPORTS)
 
+# The modules that moved into rooms (docs/architecture.md §7) answer at their old paths for one version
+_ROOMS = {"read": ("assemble", "budget", "passages", "recall", "subject", "timeframe"),
+          "write": ("episodic", "extract", "reconcile", "rules", "summarize", "support"),
+          "models": ("embed", "embed_cache", "llm", "llm_check", "server", "tokens"),
+          "lab": ("demo", "notebooks_copy", "sweep", "viz", "widgets")}
+moved({f"{__name__}.{m}": f"{__name__}.{room}.{m}" for room, ms in _ROOMS.items() for m in ms})
+
 
 if TYPE_CHECKING:  # what the names are, for type checkers and editors
     from .config import Settings
-    from .episodic import EpisodicBuffer, SessionStore
-    from .embed_cache import CachedEmbedder, EmbeddingCache
+    from .write.episodic import EpisodicBuffer, SessionStore
+    from .models.embed_cache import CachedEmbedder, EmbeddingCache
     from .errors import (CacheUnavailable, ConfigError, DatasetError, DimensionMismatch, EmbedderMismatch, ExtractionError, InvalidArgument,
                          InvalidContent,
                          IsolationError, MemkitError, MissingSessionId, MissingUserId, ModelUnavailable, StoreClosed,
                          StoreLocked, StorePathError, StoreUnavailable)
-    from .extract import EXTRACTION_PROMPT, Extractor, LLMExtractor
+    from .write.extract import EXTRACTION_PROMPT, Extractor, LLMExtractor
     from .store import FactStore
-    from .llm import ChatModel, OpenAIChat, parse_json
+    from .models.llm import ChatModel, OpenAIChat, parse_json
     from .memory import Memory
-    from .read import ReadOptions
-    from .recall import RecallOptions
-    from .reconcile import POLICIES, AppendPolicy, KeyedPolicy, LLMPolicy, Policy, SimilarityPolicy, TemporalPolicy
+    from .read.pipeline import ReadOptions
+    from .read.recall import RecallOptions
+    from .write.reconcile import POLICIES, AppendPolicy, KeyedPolicy, LLMPolicy, Policy, SimilarityPolicy, TemporalPolicy
     from .registry import as_policy
-    from .rules import RuleExtractor
-    from .summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer, Summary
+    from .write.rules import RuleExtractor
+    from .write.summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer, Summary
     from .types import Candidate, Context, Episode, Event, EventKind, Fact, Hit, Part, Recalled, Turn
 
 __version__ = "0.2.0"

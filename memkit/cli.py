@@ -10,7 +10,7 @@ from typing import Sequence
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from .config import Settings
-    from .demo import play, render
+    from .lab.demo import play, render
     from .memory import Memory
 
     memory = Memory.from_settings(Settings.from_env())
@@ -20,7 +20,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_notebooks(args: argparse.Namespace) -> int:
-    from .notebooks_copy import copy_notebooks, trust
+    from .lab.notebooks_copy import copy_notebooks, trust
 
     written = copy_notebooks(args.dir, force=args.force)
     for path in written:
@@ -37,7 +37,7 @@ def cmd_notebooks(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from .store.chroma import MAX_USERS
-    from .server import ChromaServer, server_config
+    from .models.server import ChromaServer, server_config
 
     args.max_users = MAX_USERS if args.max_users is None else args.max_users
     if args.print_config:
@@ -57,7 +57,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_llm_check(args: argparse.Namespace) -> int:
     from .config import Settings
     from .errors import ConfigError
-    from .llm_check import check, report
+    from .models.llm_check import check, report
 
     settings = Settings.from_env()
     chat = settings.chat_model()
@@ -72,7 +72,7 @@ def cmd_llm_check(args: argparse.Namespace) -> int:
 def cmd_sweep(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from .sweep import parse_param, run_sweep
+    from .lab.sweep import parse_param, run_sweep
 
     params = dict(parse_param(p) for p in args.param)
     sweep = run_sweep(args.notebook, params, args.out, metric=args.metric, jobs=args.jobs, scheduler=args.scheduler)

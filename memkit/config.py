@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .errors import ConfigError
-from .llm import DEFAULT_MAX_TOKENS
+from .models.llm import DEFAULT_MAX_TOKENS
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class Settings:
     max_retries: int = 1       # MEMKIT_LLM_MAX_RETRIES
     max_tokens: int = DEFAULT_MAX_TOKENS  # MEMKIT_LLM_MAX_TOKENS, the longest reply a request allows
     stream: bool = True        # MEMKIT_LLM_STREAM=0: whole replies, for a server that cannot stream
-    embed_cache: str | None = None  # MEMKIT_EMBED_CACHE: an embedding-cache file (memkit/embed_cache.py); unset: none
+    embed_cache: str | None = None  # MEMKIT_EMBED_CACHE: an embedding-cache file (memkit/models/embed_cache.py); unset: none
     offline_embedder: str = "minilm"  # MEMKIT_EMBEDDER: the offline embedder's registered name (minilm, e5)
 
     @property
@@ -59,7 +59,7 @@ class Settings:
         """An ``OpenAIChat`` for the configured endpoint, or None when offline."""
         if self.llm is None:
             return None
-        from .llm import OpenAIChat
+        from .models.llm import OpenAIChat
 
         return OpenAIChat(model=self.llm.model, base_url=self.llm.base_url, api_key=self.llm.api_key,
                           timeout=self.timeout, max_retries=self.max_retries, max_tokens=self.max_tokens,
@@ -69,7 +69,7 @@ class Settings:
         """The configured embedder: an OpenAI-compatible one, or the process's one offline embedder
         (``embed.shared_embedder``, MiniLM unless ``MEMKIT_EMBEDDER`` names another); behind the embedding
         cache when ``MEMKIT_EMBED_CACHE`` names a file."""
-        from .embed import OpenAIEmbedder, shared_embedder
+        from .models.embed import OpenAIEmbedder, shared_embedder
 
         if self.embed is None:
             embedder: Any = shared_embedder(self.offline_embedder)
@@ -78,7 +78,7 @@ class Settings:
                                       api_key_env=self.embed.api_key_env, dimension=self.embed_dimension,
                                       api_key=self.embed.api_key)
         if self.embed_cache:
-            from .embed_cache import cached
+            from .models.embed_cache import cached
 
             return cached(embedder, self.embed_cache)
         return embedder

@@ -4,8 +4,14 @@ command line start at once while ``import chromadb`` waits for what needs it. A 
 
 from __future__ import annotations
 
+import sys
+import warnings
 from importlib import import_module
-from typing import Any, Callable
+from importlib.abc import Loader, MetaPathFinder
+from importlib.machinery import ModuleSpec
+from importlib.util import spec_from_loader
+from types import ModuleType
+from typing import Any, Callable, Sequence
 
 
 def exports(package: str, names: dict[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
@@ -24,3 +30,30 @@ def exports(package: str, names: dict[str, str]) -> tuple[Callable[[str], Any], 
         return sorted([*namespace, *names])
 
     return __getattr__, __dir__
+
+
+class Moved(MetaPathFinder, Loader):
+    """Old import paths of modules that moved (``memkit.recall`` is now ``memkit.read.recall``): importing the
+    old path gives the module itself, under both names, with a ``DeprecationWarning``. For one version."""
+
+    def __init__(self, moved: dict[str, str]) -> None:
+        self.moved = moved
+
+    def find_spec(self, name: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+                  ) -> ModuleSpec | None:
+        return spec_from_loader(name, self) if name in self.moved else None
+
+    def create_module(self, spec: ModuleSpec) -> ModuleType:
+        new = self.moved[spec.name]
+        warnings.warn(f"{spec.name} moved to {new}; the old path goes in the next version", DeprecationWarning,
+                      stacklevel=2)
+        return import_module(new)  # the import system keeps its own name and spec: one module, two names
+
+    def exec_module(self, module: ModuleType) -> None:
+        pass  # the module ran under its own name
+
+
+def moved(modules: dict[str, str]) -> None:
+    """Answer the old import paths ``modules`` maps to the new ones (``Moved``), once per process."""
+    if not any(isinstance(f, Moved) and f.moved == modules for f in sys.meta_path):
+        sys.meta_path.append(Moved(modules))

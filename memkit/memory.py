@@ -13,17 +13,18 @@ from datetime import datetime
 from time import time as clock
 from typing import Any, Callable, Iterator, Sequence
 
-from . import reconcile, registry, validate
-from .passages import PASSAGE_TOKENS
+from .write import reconcile
+from . import registry, validate
+from .read.passages import PASSAGE_TOKENS
 from .config import Settings
-from .episodic import EpisodicBuffer, SessionStore
+from .write.episodic import EpisodicBuffer, SessionStore
 from .errors import ConfigError, ExtractionError, ModelUnavailable, StoreUnavailable
-from .extract import Extractor, LLMExtractor
+from .write.extract import Extractor, LLMExtractor
 from .store import BULK_SIZE, FactStore
-from .read import ReadOptions, read, read_notes
-from .recall import dense_rankings, fact_hits
-from .rules import RuleExtractor, attribute
-from .summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
+from .read.pipeline import ReadOptions, read, read_notes
+from .read.recall import dense_rankings, fact_hits
+from .write.rules import RuleExtractor, attribute
+from .write.summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from .types import Candidate, Context, Episode, Event, EventKind, Hit, Turn
 
 # Extractions of one turn whose reply could not be used (each already asked again once: LLMExtractor.retries)
@@ -61,7 +62,7 @@ class Memory:
         self.policy: reconcile.Policy = registry.as_policy(policy)  # a registered name, or an object
         if not isinstance(self.policy, reconcile.Policy):
             raise ConfigError(f"{policy!r} is not a policy: it needs name, resolves_at_read, plan() and resolve() "
-                              "(memkit.reconcile.Policy)")
+                              "(memkit.write.reconcile.Policy)")
         self.chat_model = chat_model
         self.sessions_store = sessions
         self.window_tokens, self.summary_tokens = window_tokens, summary_tokens
@@ -297,7 +298,7 @@ class Memory:
         ``k`` and ``min_score`` override the memory's own for this read (what a widget's sliders pass).
         ``now`` is when the question is asked (default: the session's newest turn, else the clock): a
         relative expression in it ("two weeks ago", "most recently") ranks the turns of that time up
-        (``memkit/timeframe.py``), and the notes say how.
+        (``memkit/read/timeframe.py``), and the notes say how.
         """
         budget = validate.positive_int("budget", budget)
         k = None if k is None else validate.positive_int("k", k)

@@ -21,15 +21,15 @@ from typing import TYPE_CHECKING, Any, Callable
 from .errors import ConfigError
 
 if TYPE_CHECKING:
-    from .reconcile import Policy
+    from .write.reconcile import Policy
 
 KINDS = ("policy", "extractor", "summarizer", "strategy", "embedder")
 # A strategy name of this prefix is two-layer memory under the policy it names: the factory registered under
 # the bare prefix, given ``policy=``
 TWO_LAYER = "two-layer:"
 # the modules whose components register themselves, loaded before the first lookup
-BUILT_IN = ("memkit.rules", "memkit.extract", "memkit.summarize", "memkit.reconcile", "memkit.strategies",
-            "memkit.embed")
+BUILT_IN = ("memkit.write.rules", "memkit.write.extract", "memkit.write.summarize", "memkit.write.reconcile",
+            "memkit.strategies", "memkit.models.embed")
 _REGISTRY: dict[str, dict[str, Callable[..., Any]]] = {kind: {} for kind in KINDS}
 _loaded = False
 

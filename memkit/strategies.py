@@ -11,13 +11,15 @@ from typing import Protocol
 
 from typing import Any, ClassVar
 
-from . import assemble, registry, tokens
-from .episodic import EpisodicBuffer
+from .read import assemble
+from . import registry
+from .models import tokens
+from .write.episodic import EpisodicBuffer
 from .store import FactStore
 from .memory import Memory
-from .read import ReadOptions
-from .recall import RecallOptions
-from .summarize import Summary
+from .read.pipeline import ReadOptions
+from .read.recall import RecallOptions
+from .write.summarize import Summary
 from .types import Candidate, Context, Event, Part, Turn
 
 

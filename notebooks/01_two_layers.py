@@ -34,8 +34,9 @@ result_path = ""      # papermill sweeps: where to write this notebook's result 
 
 # %%
 import pandas as pd
-from memkit import Memory, Settings, demo, viz
-from memkit.widgets import LayerInspector
+from memkit import Memory, Settings
+from memkit.lab import demo, viz
+from memkit.lab.widgets import LayerInspector
 pd.set_option("display.max_colwidth", 120)  # whole sentences in tables
 
 memory = Memory.from_settings(Settings.from_env()) if LLM else Memory()

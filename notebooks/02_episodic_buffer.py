@@ -35,7 +35,9 @@ result_path = ""
 # %%
 import inspect
 import pandas as pd
-from memkit import EpisodicBuffer, ExtractiveSummarizer, tokens, viz
+from memkit import EpisodicBuffer, ExtractiveSummarizer
+from memkit.models import tokens
+from memkit.lab import viz
 from memkit.eval import builtin_suite
 pd.set_option("display.max_colwidth", 120)  # whole sentences in tables
 

@@ -95,7 +95,7 @@ else:
 
 # %% tags=["nbval-ignore-output"]
 import importlib.util
-from memkit.server import LlamaServer, packaged_model
+from memkit.models.server import LlamaServer, packaged_model
 from memkit.errors import ConfigError, MemkitError
 
 sample = ["I prefer metric units.", "Today I'm tired.", "We moved from Go to Python.", "I don't use Docker.",

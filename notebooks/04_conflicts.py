@@ -34,8 +34,10 @@ result_path = ""
 
 # %%
 import pandas as pd
-from memkit import FactStore, RuleExtractor, Settings, reconcile, viz
-from memkit.widgets import ConflictTimeline
+from memkit import FactStore, RuleExtractor, Settings
+from memkit.write import reconcile
+from memkit.lab import viz
+from memkit.lab.widgets import ConflictTimeline
 pd.set_option("display.max_colwidth", 120)  # whole sentences in tables
 
 turns = [

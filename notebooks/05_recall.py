@@ -37,14 +37,15 @@ result_path = ""
 
 # %%
 import pandas as pd
-from memkit import Memory, ReadOptions, viz
+from memkit import Memory, ReadOptions
+from memkit.lab import viz
 import random
 from dataclasses import replace
 
 from memkit.eval import builtin_suite
 from memkit.eval.data import feed
 from memkit.eval.scale import synthetic_facts
-from memkit.widgets import RecallExplorer
+from memkit.lab.widgets import RecallExplorer
 pd.set_option("display.max_colwidth", 120)  # whole sentences in tables
 
 conv = replace(builtin_suite("first", conversations=conversation + 1)[conversation], user_id="u")

@@ -35,7 +35,7 @@ result_path = ""
 
 # %%
 import pandas as pd
-from memkit import viz
+from memkit.lab import viz
 from memkit.eval import builtin_suite, run
 pd.set_option("display.max_colwidth", 120)  # whole sentences in tables
 

@@ -39,11 +39,12 @@ result_path = ""
 
 # %%
 import pandas as pd
-from memkit import FactStore, Memory, ReadOptions, viz
+from memkit import FactStore, Memory, ReadOptions
+from memkit.lab import viz
 from memkit.eval import builtin_suite, run
 from memkit.eval.data import feed
 from memkit.eval.metrics import evidence_recall
-from memkit.recall import RecallOptions
+from memkit.read.recall import RecallOptions
 pd.set_option("display.max_colwidth", 120)  # whole sentences in tables
 
 conv = builtin_suite("chats", conversations=conversation + 1)[conversation]
@@ -147,7 +148,7 @@ print("the explorer opens on:", start)
 # %%
 # NBVAL_IGNORE_OUTPUT
 
-from memkit.widgets import ContextExplorer
+from memkit.lab.widgets import ContextExplorer
 
 questions = [(p.question, p.evidence) for p in conv.probes if p.evidence]
 explorer = ContextExplorer(memory, conv.user_id, questions, budget=budget, display=show_widgets, start=start)

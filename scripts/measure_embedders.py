@@ -35,7 +35,7 @@ def texts(turns: int) -> tuple[list[str], list[str], list[str]]:
     from measure_ingest import long_turns
 
     from memkit.eval.data import generate
-    from memkit.passages import PASSAGE_TOKENS
+    from memkit.read.passages import PASSAGE_TOKENS
     from memkit.store.base import episode_items
     from memkit.types import Episode
 
@@ -66,7 +66,7 @@ def chinese_top1(embedder) -> int:
     """How many of the ``CHINESE`` questions find their line first."""
     import numpy as np
 
-    from memkit.embed import embed_queries
+    from memkit.models.embed import embed_queries
 
     right = 0
     for question, lines, gold in CHINESE:
@@ -77,7 +77,7 @@ def chinese_top1(embedder) -> int:
 
 def one(name: str, turns: int, queries: int, rounds: int) -> dict:
     """The row of one embedder, measured in this process."""
-    from memkit.embed import embed_queries, shared_embedder
+    from memkit.models.embed import embed_queries, shared_embedder
 
     passages, lines, questions = texts(turns)
     questions = (questions * (queries // max(len(questions), 1) + 1))[:queries]

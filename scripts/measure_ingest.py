@@ -37,12 +37,12 @@ from pathlib import Path
 import pandas as pd
 
 from memkit import FactStore, Memory
-from memkit.embed import MiniLMEmbedder
-from memkit.embed_cache import cached
-from memkit.passages import PASSAGE_TOKENS
+from memkit.models.embed import MiniLMEmbedder
+from memkit.models.embed_cache import cached
+from memkit.read.passages import PASSAGE_TOKENS
 from memkit.store.base import episode_items
 from memkit.types import Episode
-from memkit.tokens import count
+from memkit.models.tokens import count
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import bm25s
 import pandas as pd
 
-from memkit import tokens
+from memkit.models import tokens
 from memkit.eval.data import write_suite
 from memkit.eval.datasets import load
 from memkit.store.lexicon import LexicalIndex, lexical_text, query_terms

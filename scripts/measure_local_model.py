@@ -37,7 +37,7 @@ from memkit import FactStore, Memory
 from memkit.config import Settings
 from memkit.eval.model_run import CONVERSATION, outcomes, play, written_twice
 from memkit.memory import EXTRACT_ATTEMPTS
-from memkit.server import LlamaServer
+from memkit.models.server import LlamaServer
 from memkit.types import EventKind
 
 USER, SESSION = "lena", "s1"

@@ -10,7 +10,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from fake_openai import FakeOpenAI  # noqa: E402
-from memkit.server import ChromaServer  # noqa: E402
+from memkit.models.server import ChromaServer  # noqa: E402
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -36,7 +36,7 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="session")
 def embedder():
-    from memkit.embed import MiniLMEmbedder
+    from memkit.models.embed import MiniLMEmbedder
 
     return MiniLMEmbedder()
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from memkit.server import free_port
+from memkit.models.server import free_port
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = [pytest.mark.browser,

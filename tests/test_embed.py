@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memkit.embed import MiniLMEmbedder
+from memkit.models.embed import MiniLMEmbedder
 
 REF = json.loads((Path(__file__).parent / "data" / "minilm_reference.json").read_text())
 
@@ -49,7 +49,7 @@ def test_persisted_collection_reopens_with_embedder_in_fresh_process(tmp_path, e
     col.add(ids=["a", "b"], documents=["I prefer metric units", "My cat is named Tom"])
     client.close()
     code = (
-        "import chromadb, memkit.embed\n"
+        "import chromadb, memkit.models.embed\n"
         f"c = chromadb.PersistentClient(path={str(tmp_path)!r}).get_collection('facts1')\n"
         "r = c.query(query_texts=['Use kilometres please'], n_results=1)\n"
         "print(type(c.configuration['embedding_function']).__name__, r['ids'][0][0])\n"
@@ -60,7 +60,7 @@ def test_persisted_collection_reopens_with_embedder_in_fresh_process(tmp_path, e
 
 
 def test_a_text_gets_the_same_vector_alone_and_in_any_token_bounded_batch(embedder):
-    from memkit.embed import BATCH_TOKENS, MiniLMEmbedder
+    from memkit.models.embed import BATCH_TOKENS, MiniLMEmbedder
 
     words = "the ferry to the island leaves at seven and the museum opens at nine".split()
     texts = [" ".join(words[j % len(words)] for j in range(n)) for n in (3, 40, 7, 180, 12, 90, 250, 5, 60, 130)]
@@ -71,7 +71,7 @@ def test_a_text_gets_the_same_vector_alone_and_in_any_token_bounded_batch(embedd
 
 
 def test_a_wider_window_embeds_the_tail_the_default_cuts_and_is_part_of_the_identity():
-    from memkit.embed import identity
+    from memkit.models.embed import identity
     from memkit.errors import ConfigError
 
     head = " ".join(["the ferry to the island leaves at seven"] * 40)  # about 320 tokens
@@ -117,7 +117,7 @@ def test_a_store_written_by_one_window_refuses_another(kind, tmp_path, request):
 def test_batches_hold_every_text_once_within_the_bounds_and_cost_less_than_filling_each_in_turn():
     import random
 
-    from memkit.embed import BATCH_TOKENS, CALL_TOKENS, batches
+    from memkit.models.embed import BATCH_TOKENS, CALL_TOKENS, batches
 
     def cost(lengths, plan):  # padded tokens, and a call's worth of tokens a batch
         return sum(max(lengths[i] for i in b) * len(b) + CALL_TOKENS for b in plan)
@@ -149,7 +149,7 @@ def test_batches_hold_every_text_once_within_the_bounds_and_cost_less_than_filli
 
 
 def test_the_e5_embedder_asks_questions_as_queries_and_stores_passages():
-    from memkit.embed import E5Embedder, embed_queries
+    from memkit.models.embed import E5Embedder, embed_queries
 
     e5 = E5Embedder()
     passages = np.array(e5(["I moved to Toronto for a data science job.", "My cat is named Tom."]))
@@ -166,8 +166,8 @@ def test_the_e5_embedder_asks_questions_as_queries_and_stores_passages():
 
 def test_a_store_and_a_bench_run_take_the_offline_embedder_by_name(tmp_path):
     from memkit import FactStore, Settings
-    from memkit.embed import E5Embedder, identity, shared_embedder
-    from memkit.embed_cache import CachedEmbedder
+    from memkit.models.embed import E5Embedder, identity, shared_embedder
+    from memkit.models.embed_cache import CachedEmbedder
     from memkit.errors import ConfigError, EmbedderMismatch
 
     e = Settings.from_env({"MEMKIT_EMBEDDER": "e5", "MEMKIT_EMBED_CACHE": str(tmp_path / "c.sqlite3")}).embedder()
@@ -198,7 +198,7 @@ def test_a_store_and_a_bench_run_take_the_offline_embedder_by_name(tmp_path):
     results = run(convs, ["rag:dense"], budget=200, per_turn_tokens=False, embedder="e5",
                   embed_cache=tmp_path / "run.sqlite3")[0]
     assert len(results) > 0
-    from memkit.embed_cache import cached
+    from memkit.models.embed_cache import cached
 
     assert cached(E5Embedder(), tmp_path / "run.sqlite3").missing(turns) == []  # the run embedded with e5
     assert len(cached(MiniLMEmbedder(), tmp_path / "run.sqlite3").missing(turns)) == len(set(turns))  # only

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from memkit import CacheUnavailable, CachedEmbedder, EmbeddingCache, FactStore, Memory, Settings
-from memkit.embed import MiniLMEmbedder, OpenAIEmbedder, identity
-from memkit.embed_cache import cached
+from memkit.models.embed import MiniLMEmbedder, OpenAIEmbedder, identity
+from memkit.models.embed_cache import cached
 
 
 class Toy:

@@ -4,13 +4,14 @@ import chromadb
 import pytest
 
 from conftest import open_store
-from memkit import FactStore, Memory, ReadOptions, tokens
+from memkit import FactStore, Memory, ReadOptions
+from memkit.models import tokens
 from memkit import errors as memkit_errors
-from memkit.embed import MiniLMEmbedder
+from memkit.models.embed import MiniLMEmbedder
 from memkit.eval.data import DSession, DTurn, Conversation, Probe
 from memkit.eval.runner import run
-from memkit.assemble import line_cost
-from memkit.recall import RecallOptions, fuse, recall_episodes
+from memkit.read.assemble import line_cost
+from memkit.read.recall import RecallOptions, fuse, recall_episodes
 from memkit.types import Episode, Fact, reproducible_ids
 
 
@@ -202,7 +203,7 @@ def test_a_turn_shorter_than_a_passage_is_shown_whole(embedder):
 
 
 def test_passages_cover_the_turn_in_order_within_their_size():
-    from memkit import passages
+    from memkit.read import passages
 
     for size in (16, 64, 200):
         spans = passages.spans(ANSWER, size)
@@ -359,7 +360,7 @@ def test_a_fact_search_finds_facts_behind_many_nearer_episodes(store):
 def test_sessions_of_one_day_get_their_id_in_the_header_and_the_account_says_each_lines_session(embedder):
     from datetime import datetime
 
-    from memkit import viz
+    from memkit.lab import viz
 
     m = Memory(store=FactStore.ephemeral(embedder))
     morning, evening = datetime(2026, 3, 3, 9).timestamp(), datetime(2026, 3, 3, 20).timestamp()
@@ -436,7 +437,7 @@ def test_a_near_identical_line_is_folded_into_the_one_shown_and_a_different_one_
 
 
 def test_an_excerpt_leaves_out_a_line_the_context_already_shows():
-    from memkit.assemble import pack_episodes
+    from memkit.read.assemble import pack_episodes
     from memkit.types import Recalled
 
     sign_off = "I hope this helps, and let me know if you want me to adjust anything."
@@ -465,7 +466,7 @@ def test_on_one_list_a_fact_that_only_names_the_subject_does_not_outrank_the_tur
 
 
 def test_one_list_takes_facts_and_episodes_in_the_order_of_their_scores_from_one_budget():
-    from memkit.assemble import pack_memory
+    from memkit.read.assemble import pack_memory
     from memkit.types import Hit, Recalled
 
     def said(n, text):
@@ -485,7 +486,7 @@ def test_one_list_takes_facts_and_episodes_in_the_order_of_their_scores_from_one
 
 
 def test_diversity_lets_a_different_line_past_near_duplicates_and_zero_keeps_the_order():
-    from memkit.assemble import diversified
+    from memkit.read.assemble import diversified
     from memkit.types import Recalled
 
     lines = ["Pretty good, just busy with work stuff.", "Pretty good, just busy with work stuff lately.",

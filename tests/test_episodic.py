@@ -4,7 +4,7 @@ import sqlite3
 import pytest
 
 from memkit import EpisodicBuffer, InvalidContent, MissingSessionId, MissingUserId, SessionStore
-from memkit import tokens
+from memkit.models import tokens
 
 LONG_SESSION = [
     ("user", "Hi, I need help planning the database migration."),

@@ -240,7 +240,7 @@ def test_bench_scale_times_the_paths_users_call(tmp_path):
 
 
 def test_pooled_embedder_embeds_each_distinct_sentence_once_and_queries_for_real():
-    from memkit.embed import shared_embedder
+    from memkit.models.embed import shared_embedder
     from memkit.eval.scale import PooledEmbedder
 
     e = PooledEmbedder()
@@ -290,7 +290,7 @@ def test_longmemeval_sessions_replay_in_date_order_and_the_probe_keeps_its_quest
 
 
 def test_assistant_suite_is_user_assistant_shaped_with_question_times():
-    from memkit import tokens
+    from memkit.models import tokens
     from memkit.eval import builtin_suite
 
     convs = builtin_suite("assistant", seed=3, conversations=3)

@@ -190,7 +190,7 @@ def test_dimension_mismatch_is_refused_with_a_migration_hint(kind, tmp_path, req
 
 
 def test_unreachable_server_is_a_clear_error(embedder):
-    from memkit.server import free_port
+    from memkit.models.server import free_port
 
     with pytest.raises(StoreUnavailable, match="unreachable"):
         FactStore.http("127.0.0.1", free_port(), embedder)

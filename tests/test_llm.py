@@ -7,9 +7,9 @@ import pytest
 from fake_openai import FakeOpenAI
 from memkit import (ConfigError, DimensionMismatch, EventKind, ExtractionError, FactStore, LLMExtractor, Memory,
                     ModelUnavailable, OpenAIChat, Settings, as_policy, parse_json)
-from memkit.embed import OpenAIEmbedder
-from memkit.extract import FACTS_SCHEMA
-from memkit.llm import DEFAULT_MAX_TOKENS
+from memkit.models.embed import OpenAIEmbedder
+from memkit.write.extract import FACTS_SCHEMA
+from memkit.models.llm import DEFAULT_MAX_TOKENS
 
 GOOD = {"facts": [{"text": "User prefers metric units.", "kind": "semantic", "key": "user.units",
                    "value": "metric", "importance": 0.8}]}
@@ -387,7 +387,7 @@ def test_a_fact_the_turn_does_not_support_is_refused_with_its_reason(fake_llm):
     ("User's name is Wang Lei.", "我叫王磊", None),  # another script: words cannot judge it
 ])
 def test_support_judges_words_and_negation_clause_by_clause(fact, turn, why):
-    from memkit.support import unsupported
+    from memkit.write.support import unsupported
     from memkit.types import Candidate
 
     got = unsupported(Candidate(fact), turn)

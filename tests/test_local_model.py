@@ -15,9 +15,9 @@ from memkit import FactStore, Memory
 from memkit.config import Settings
 from memkit.errors import ModelUnavailable
 from memkit.eval.model_run import CONVERSATION, outcomes, play, written_twice
-from memkit.llm import OpenAIChat
+from memkit.models.llm import OpenAIChat
 from memkit.memory import EXTRACT_ATTEMPTS
-from memkit.server import LlamaServer, packaged_model
+from memkit.models.server import LlamaServer, packaged_model
 from memkit.types import EventKind
 
 # requests one observe() may make, each bounded by the timeout: an extraction and its one retry, the llm

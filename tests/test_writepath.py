@@ -18,13 +18,13 @@ from conftest import ChromaServer
 from memkit import EventKind, FactStore, LLMExtractor, Memory, OpenAIChat, ReadOptions
 from memkit.errors import (ConfigError, InvalidArgument, InvalidContent, IsolationError, MemkitError, MissingSessionId, MissingUserId,
                            ModelUnavailable, StorePathError)
-from memkit.episodic import EpisodicBuffer
+from memkit.write.episodic import EpisodicBuffer
 from memkit.store.log import EventLog
 from memkit.store.records import Records
 from memkit.store.chroma import ChromaIndex
 from memkit.types import Fact
-from memkit.reconcile import plan
-from memkit.summarize import LLMSummarizer
+from memkit.write.reconcile import plan
+from memkit.write.summarize import LLMSummarizer
 from memkit.types import Candidate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -332,8 +332,8 @@ def test_policies_are_objects_with_typed_options(embedder):
 
 def test_registry_builds_components_by_name_and_names_the_known_ones(embedder):
     from memkit import registry
-    from memkit.reconcile import SimilarityPolicy
-    from memkit.rules import RuleExtractor
+    from memkit.write.reconcile import SimilarityPolicy
+    from memkit.write.rules import RuleExtractor
 
     assert registry.build("policy", "similarity", threshold=0.9) == SimilarityPolicy(threshold=0.9)
     assert isinstance(registry.build("extractor", "rules"), RuleExtractor)

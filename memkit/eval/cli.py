@@ -27,8 +27,8 @@ def _bench_store(where: str) -> str:
 
 
 def _embed_cache(where: str) -> str | None:
-    """``--embed-cache``: a file, ``off``, or (empty) the default file of ``memkit/embed_cache.py``."""
-    from ..embed_cache import default_path
+    """``--embed-cache``: a file, ``off``, or (empty) the default file of ``memkit/models/embed_cache.py``."""
+    from ..models.embed_cache import default_path
 
     if where == "off":
         return None
@@ -49,7 +49,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from .. import registry
-    from ..viz import recall_by_type, strategy_comparison, write_page
+    from ..lab.viz import recall_by_type, strategy_comparison, write_page
     from .datasets import describe, expand, guess_format, load
     from ..store.base import parse_store_url
     from .metrics import PROBE_MEASURES, RUN_MEASURES
@@ -228,7 +228,7 @@ def cmd_bench_embed(args: argparse.Namespace) -> int:
 
     import time
 
-    from ..embed import MiniLMEmbedder
+    from ..models.embed import MiniLMEmbedder
     import random
 
     from .scale import short_sentences

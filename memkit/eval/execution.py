@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from ..errors import ConfigError
-from ..passages import PASSAGE_TOKENS
+from ..read.passages import PASSAGE_TOKENS
 from .conversation import run_conversation, scoped
 
 Job = tuple[Any, str, list[int]]  # (conversation, strategy, budgets)
@@ -41,12 +41,12 @@ class StoreSpec:
     embedder: str = "minilm"  # the offline embedder's registered name
 
     def open(self) -> Any:
-        from ..embed import shared_embedder
+        from ..models.embed import shared_embedder
         from ..store import FactStore
 
         embedder: Any = shared_embedder(self.embedder)
         if self.embed_cache:
-            from ..embed_cache import cached
+            from ..models.embed_cache import cached
 
             embedder = cached(embedder, self.embed_cache)
         return FactStore.from_url(self.where, embedder, namespace=self.namespace or "memkit")
@@ -86,7 +86,7 @@ def close_stores(spec: StoreSpec) -> None:
 def _worker(threads: int | dict[str, int], embedder: str = "minilm") -> str:
     """Set this worker's encoder threads (on a Dask cluster, ``threads`` maps hosts to them: the host's cores
     shared among its workers); the worker's name."""
-    from ..embed import shared_embedder
+    from ..models.embed import shared_embedder
 
     worker = f"pid {os.getpid()}"
     if isinstance(threads, dict):
@@ -108,8 +108,8 @@ def run_job(spec: StoreSpec, job: Job, kwargs: dict[str, Any], threads: int | di
 
 def warm_job(spec: StoreSpec, texts: Sequence[str], threads: int | dict[str, int] = 0) -> int:
     """Embed ``texts`` into the spec's cache (a worker's share of the warm-up); how many were embedded."""
-    from ..embed import shared_embedder
-    from ..embed_cache import cached
+    from ..models.embed import shared_embedder
+    from ..models.embed_cache import cached
 
     _worker(threads, spec.embedder)
     c = cached(shared_embedder(spec.embedder), spec.embed_cache)
@@ -207,8 +207,8 @@ def run_jobs(todo: Sequence[Job], where: Any, kwargs: dict[str, Any], jobs: int 
     # on several machines each worker fills its own machine's cache as its jobs go
     one_machine = not scheduler or len(threads) == 1
     if spec is not None and spec.embed_cache and one_machine and pending:
-        from ..embed import shared_embedder
-        from ..embed_cache import cached
+        from ..models.embed import shared_embedder
+        from ..models.embed_cache import cached
 
         texts = cached(shared_embedder(spec.embedder), spec.embed_cache).missing(texts_to_embed([todo[i] for i in pending], passage_tokens))
     else:

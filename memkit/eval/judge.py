@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from ..errors import ExtractionError
-from ..llm import ChatModel, parse_json
+from ..models.llm import ChatModel, parse_json
 from ..types import Context
 
 ANSWER_PROMPT = """Answer the user's question using only the conversation memory below. If the memory

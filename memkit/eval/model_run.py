@@ -10,7 +10,7 @@ import time as clock
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from ..demo import FRIDAY_QUESTION, TUESDAY
+from ..lab.demo import FRIDAY_QUESTION, TUESDAY
 from ..memory import Memory
 from ..types import EventKind
 

@@ -22,12 +22,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from ..embed import MiniLMEmbedder, shared_embedder
+from ..models.embed import MiniLMEmbedder, shared_embedder
 from ..store import FactStore
 from ..store.chroma import MAX_USERS
-from ..budget import episode_depth, profile_rows, profile_share
+from ..read.budget import episode_depth, profile_rows, profile_share
 from ..memory import Memory
-from ..server import ChromaServer
+from ..models.server import ChromaServer
 from ..types import Episode, Fact
 
 SUBJECTS = ["User", "User's team", "User's sister", "User's manager", "User's client"]

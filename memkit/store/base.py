@@ -9,7 +9,8 @@ import hashlib
 import json
 from typing import Any, Callable, Iterable, Protocol, Sequence, TypeVar
 
-from .. import passages, validate
+from ..read import passages
+from .. import validate
 from ..errors import IsolationError, StoreURLError
 from ..types import Episode, Fact
 
@@ -59,7 +60,7 @@ def episode_text(e: Episode) -> str:
 
 def episode_items(e: Episode) -> list[tuple[str, str]]:
     """``(index id, text)`` of what an episode is indexed as: the whole turn, or each passage of a turn longer
-    than its ``passage_tokens`` (``memkit/passages.py``)."""
+    than its ``passage_tokens`` (``memkit/read/passages.py``)."""
     return [(x.ref, episode_text(x)) for x in map(e.excerpt, passages.spans(e.content, e.passage_tokens))]
 
 

@@ -1,4 +1,4 @@
-"""Chroma as the vector index (the default backend): every Chroma call of memkit (``memkit/embed.py`` imports
+"""Chroma as the vector index (the default backend): every Chroma call of memkit (``memkit/models/embed.py`` imports
 chromadb only to register its embedding functions).
 
 Layout: one collection per user, named by the user's owner hash (Chroma names allow only ``[a-zA-Z0-9._-]``),
@@ -23,7 +23,7 @@ import chromadb
 import httpx
 from chromadb.errors import NotFoundError
 
-from .. import embed as _embed  # registers memkit's embedders before any get_collection
+from ..models import embed as _embed  # registers memkit's embedders before any get_collection
 from .. import validate
 from ..errors import DimensionMismatch, EmbedderMismatch, IsolationError, MemkitError, StoreLocked, StorePathError, StoreUnavailable
 from .base import past_ties

@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from .. import embed as _embed
+from ..models import embed as _embed
 from .. import validate
 from ..errors import ConfigError, IsolationError, StoreClosed, StoreUnavailable
 from ..types import Episode, Event, Fact, Hit, fold
@@ -225,7 +225,7 @@ class FactStore:
 
     def embed_query(self, query: str) -> list[float]:
         """The query's vector, computed once and shared by the dense searches of one read."""
-        from ..embed import embed_queries
+        from ..models.embed import embed_queries
 
         return list(map(float, embed_queries(self.embedder, [query])[0]))
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable, Sequence
 
-from .. import embed as _embed
+from ..models import embed as _embed
 from ..errors import DimensionMismatch, EmbedderMismatch
 from collections import Counter
 

@@ -34,8 +34,8 @@ CREATE INDEX IF NOT EXISTS episodes_session ON episodes(owner, session_id, pos)"
 CREATE INDEX episodes_extract ON episodes(extract) WHERE extract = 1;
 CREATE TABLE waiting_writes (seq INTEGER PRIMARY KEY AUTOINCREMENT, owner TEXT NOT NULL, user_id TEXT NOT NULL,
   time REAL, candidates TEXT NOT NULL)""",
-        # the passage size a turn is indexed at (0: whole; memkit/passages.py), and turns by time (a question's
-        # timeframe, memkit/timeframe.py)
+        # the passage size a turn is indexed at (0: whole; memkit/read/passages.py), and turns by time (a question's
+        # timeframe, memkit/read/timeframe.py)
         """ALTER TABLE episodes ADD COLUMN passage_tokens INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX episodes_time ON episodes(owner, time)""",
         # how many extractions of a turn met a reply that could not be used (memory.EXTRACT_ATTEMPTS bounds it)

@@ -8,7 +8,7 @@ import threading
 import time
 from typing import Any, Protocol, Sequence, runtime_checkable
 
-from .errors import ExtractionError, ModelUnavailable
+from ..errors import ExtractionError, ModelUnavailable
 
 Messages = Sequence[dict[str, str]]
 DEFAULT_TIMEOUT = 20.0   # seconds per request: a slow server never holds a notebook cell for minutes

@@ -10,16 +10,17 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from . import assemble, timeframe, validate
+from . import assemble, timeframe
+from .. import validate
 from .budget import plan_budget
-from .errors import ConfigError
+from ..errors import ConfigError
 from .recall import RecallOptions, recall
-from .store import DEFAULT_FLOOR, FactStore
-from .types import Context, Turn
+from ..store import DEFAULT_FLOOR, FactStore
+from ..types import Context, Turn
 
 if TYPE_CHECKING:
-    from .episodic import EpisodicBuffer
-    from .reconcile import Policy
+    from ..write.episodic import EpisodicBuffer
+    from ..write.reconcile import Policy
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ import re
 from dataclasses import replace
 from typing import Callable, Iterator
 
-from . import registry
-from .types import Candidate
+from .. import registry
+from ..types import Candidate
 
 LANGUAGES = {"python": "Python", "go": "Go", "golang": "Go", "rust": "Rust", "java": "Java",
              "javascript": "JavaScript", "typescript": "TypeScript", "c++": "C++", "c#": "C#",

@@ -11,10 +11,11 @@ import threading
 from dataclasses import asdict
 from pathlib import Path
 
-from . import tokens, validate
-from .errors import InvalidArgument, MemkitError
+from ..models import tokens
+from .. import validate
+from ..errors import InvalidArgument, MemkitError
 from .summarize import ExtractiveSummarizer, Summarizer, Summary
-from .types import Turn, new_id, now
+from ..types import Turn, new_id, now
 
 
 class SessionStore:

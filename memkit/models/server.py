@@ -22,9 +22,9 @@ import urllib.request
 from pathlib import Path
 from typing import TypeVar
 
-from . import validate
-from .errors import ConfigError
-from .store.chroma import MAX_USERS
+from .. import validate
+from ..errors import ConfigError
+from ..store.chroma import MAX_USERS
 
 
 def server_config(path: str | Path, port: int, host: str = "127.0.0.1", max_users: int = MAX_USERS) -> str:

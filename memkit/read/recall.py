@@ -12,15 +12,15 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Sequence
 
 from . import passages
 from .budget import BudgetPlan, profile_rows
-from .rules import slug
-from .store import FactStore
-from .store.base import episode_items
+from ..write.rules import slug
+from ..store import FactStore
+from ..store.base import episode_items
 from .subject import ROLES, USER, Subject, name_words, named, named_all, without_words
 from .timeframe import Timeframe
-from .types import Episode, Fact, Hit, Recalled
+from ..types import Episode, Fact, Hit, Recalled
 
 if TYPE_CHECKING:
-    from .reconcile import Policy
+    from ..write.reconcile import Policy
 
 CHANNELS = ("lexical", "dense")
 RRF_K = 10  # reciprocal rank fusion constant: 60 in Cormack et al. 2009; 10 (docs/decisions.md, "Reciprocal rank fusion constant")
@@ -39,8 +39,8 @@ class RecallOptions:
     weights: tuple[tuple[str, float], ...] = (("lexical", 1.0), ("dense", 1.0))
     depth: int = DEPTH
     rrf_k: int = RRF_K
-    timeframes: bool = True  # a question's relative time ranks the turns of that time up (memkit/timeframe.py)
-    subjects: bool = True  # a question that names one person ranks that person's turns up (memkit/subject.py)
+    timeframes: bool = True  # a question's relative time ranks the turns of that time up (memkit/read/timeframe.py)
+    subjects: bool = True  # a question that names one person ranks that person's turns up (memkit/read/subject.py)
     # and, off (the default), the lexical channel searches without the words that named them: every line of theirs
     # has those words, and the ranking above carries them (docs/decisions.md, "The person a question names")
     subject_words: bool = False
@@ -96,7 +96,7 @@ def recall_episodes(store: FactStore, user_id: str, query: str, dense: Sequence[
                     options: RecallOptions = RecallOptions(), page: int | None = None,
                     session: str | None = None, timeframe: Timeframe | None = None) -> Iterator[Recalled]:
     """The user's episodes (past turns, or passages of long ones as excerpts) for ``query`` by fused rank; no
-    floor: they compete on rank. With a ``timeframe`` (``memkit/timeframe.py``) a third ranking joins the
+    floor: they compete on rank. With a ``timeframe`` (``memkit/read/timeframe.py``) a third ranking joins the
     fusion: the turns said in its window, or the recalled turns newest or oldest first. The episodes are read
     by id from their records, ``page`` ids at a time (None: all at once). ``session`` is the reader's own
     (``FactStore.lexical``). ``dense`` are the dense channel's hits for ``query`` itself (``recall`` searches
@@ -199,7 +199,7 @@ def _without(query: str, words: set[str]) -> str:
 
 class EpisodeReader:
     """Episodes by index id for one read of one user's memory: a whole turn, or the excerpt a passage's id
-    names (``memkit/passages.py``). A read asks for the same turns several times (whose they are, when they
+    names (``memkit/read/passages.py``). A read asks for the same turns several times (whose they are, when they
     were said, then to pack them), so each is read from the store once."""
 
     def __init__(self, store: FactStore, user_id: str) -> None:

@@ -10,9 +10,9 @@ import re
 from datetime import datetime
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from . import tokens
-from .summarize import Summary
-from .types import Episode, Hit, Part, Recalled, Turn
+from ..models import tokens
+from ..write.summarize import Summary
+from ..types import Episode, Hit, Part, Recalled, Turn
 
 # The line above each part in the messages (``ReadOptions(headers={...})`` replaces any of them)
 HEADERS = {"facts": "What you know about the user:", "episodes": "From earlier conversations:",

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol, runtime_checkable
 
-from . import registry
-from .errors import ExtractionError
-from .llm import ChatModel, parse_json
+from .. import registry
+from ..errors import ExtractionError
+from ..models.llm import ChatModel, parse_json
 from .rules import RuleExtractor
 from .support import unsupported
-from .types import Candidate
+from ..types import Candidate
 
 EXTRACTION_PROMPT = """You extract durable facts about the user from one message they wrote.
 Durable means still true next week: identity, role, preferences and dislikes, tools and stack,
@@ -127,7 +127,7 @@ class LLMExtractor:
         self.model = model
         self.prompt = prompt
         self.retries = retries
-        self.check_support = check_support  # refuse a fact the turn does not support (memkit/support.py)
+        self.check_support = check_support  # refuse a fact the turn does not support (memkit/write/support.py)
 
     def extract(self, text: str, source: tuple[str, ...] = ()) -> Candidates:
         messages = [{"role": "system", "content": self.prompt}, {"role": "user", "content": text}]

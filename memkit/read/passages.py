@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from . import tokens
+from ..models import tokens
 
 PASSAGE_TOKENS = 64  # Memory's default passage size (tokens), chosen on the dev splits (docs/decisions.md, "Long turns as passages")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from .errors import InvalidArgument
-from .validate import out_dir
+from ..errors import InvalidArgument
+from ..validate import out_dir
 
 
 def copy_notebooks(target: str | Path, force: bool = False) -> list[Path]:

@@ -8,8 +8,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .errors import ExtractionError, ModelUnavailable
-from .extract import FACTS_SCHEMA, LLMExtractor
+from ..errors import ExtractionError, ModelUnavailable
+from ..write.extract import FACTS_SCHEMA, LLMExtractor
 from .llm import LEVELS, OpenAIChat
 
 # the sample turn and the values a usable extractor finds in it (the rule extractor finds both)

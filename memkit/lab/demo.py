@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from .memory import Memory
-from .types import Context
+from ..memory import Memory
+from ..types import Context
 
 USER = "demo-user"
 TUESDAY = [

@@ -7,12 +7,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol, Sequence, runtime_checkable
 
-from . import registry, tokens
-from .errors import ExtractionError
-from .llm import ChatModel
+from .. import registry
+from ..models import tokens
+from ..errors import ExtractionError
+from ..models.llm import ChatModel
 from .rules import SENT_SPLIT, RuleExtractor
 from .support import unfaithful
-from .types import Turn
+from ..types import Turn
 
 SUMMARY_PROMPT = """You maintain a running summary of a conversation for an assistant with limited context.
 Merge the previous summary with the new turns. Keep facts about the user, decisions, constraints,

@@ -9,11 +9,11 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Protocol, Sequence, runtime_checkable
 
-from . import registry
-from .errors import ConfigError, ExtractionError
-from .store import FactStore
-from .llm import parse_json
-from .types import Candidate, Event, EventKind, Fact, Hit, new_id, now
+from .. import registry
+from ..errors import ConfigError, ExtractionError
+from ..store import FactStore
+from ..models.llm import parse_json
+from ..types import Candidate, Event, EventKind, Fact, Hit, new_id, now
 
 SIMILARITY_THRESHOLD = 0.85
 DUPLICATE_THRESHOLD = 0.95

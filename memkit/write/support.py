@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import re
 
-from .store.lexicon import STOPWORDS, stems
-from .types import Candidate
+from ..store.lexicon import STOPWORDS, stems
+from ..types import Candidate
 
 NEGATION = re.compile(r"\b(?:not|no|never|nor|neither|none|nobody|nothing|no longer|cannot)\b|n't\b|n’t\b", re.I)
 # words that say "not" without a "not": a fact "User dislikes meetings" keeps "I don't like meetings"'s negation

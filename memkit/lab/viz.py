@@ -11,7 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .types import Context, Event, Fact, Hit
+from ..types import Context, Event, Fact, Hit
 
 PALETTE = {"facts": "#4C78A8", "episodes": "#72B7B2", "summary": "#F58518", "turns": "#54A24B", "documents": "#B279A2"}
 

@@ -19,8 +19,8 @@ import numpy as np
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 from chromadb.utils.embedding_functions import register_embedding_function
 
-from . import registry
-from .errors import ConfigError
+from .. import registry
+from ..errors import ConfigError
 
 MAX_TOKENS = 256  # the window all-MiniLM-L6-v2 was trained at, and memkit's default
 POSITIONS = 512  # the model's position embeddings: the widest window it can take

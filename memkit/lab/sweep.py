@@ -12,8 +12,8 @@ from typing import Any, Sequence
 import pandas as pd
 import plotly.express as px
 
-from .errors import ConfigError, MemkitError
-from .validate import out_dir
+from ..errors import ConfigError, MemkitError
+from ..validate import out_dir
 from .viz import write_page
 
 
@@ -80,7 +80,7 @@ def run_sweep(notebook: str | Path, params: dict[str, Sequence[Any]], out: str |
 
     if importlib.util.find_spec("papermill") is None:
         raise ConfigError("memkit sweep runs notebooks with papermill: pip install 'memkit-lab[notebooks]'")
-    from .eval.execution import execute
+    from ..eval.execution import execute
 
     notebook, out = Path(notebook).resolve(), Path(out)
     if not notebook.is_file():

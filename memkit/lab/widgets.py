@@ -1,4 +1,4 @@
-"""Thin ipywidgets views over memkit objects: they call memkit and draw with ``memkit.viz``.
+"""Thin ipywidgets views over memkit objects: they call memkit and draw with ``memkit.lab.viz``.
 
 Each view has ``show()``/``widget``; pass ``display=False`` in headless runs to build it without rendering.
 """
@@ -12,12 +12,13 @@ import ipywidgets as W
 import pandas as pd
 from IPython.display import display as ipy_display
 
-from . import reconcile, viz
-from .errors import InvalidArgument
-from .store import FactStore
-from .memory import Memory
-from .rules import RuleExtractor
-from .types import Event
+from ..write import reconcile
+from . import viz
+from ..errors import InvalidArgument
+from ..store import FactStore
+from ..memory import Memory
+from ..write.rules import RuleExtractor
+from ..types import Event
 
 
 def _html_table(df: Any) -> str:

@@ -1,0 +1,3 @@
+"""The write path (docs/architecture.md §7): this session's buffer and its running summary (``episodic``,
+``summarize``), facts read from a turn by rules or by a model (``rules``, ``extract``, checked against the
+turn in ``support``), and the policies that reconcile them with what is known (``reconcile``)."""
