@@ -385,6 +385,11 @@ def test_a_fact_the_turn_does_not_support_is_refused_with_its_reason(fake_llm):
     ("User no longer uses Go.", "We moved from Go to Python.", None),
     ("User likes cats.", "No, I love cats!", None),
     ("User's name is Wang Lei.", "我叫王磊", None),  # another script: words cannot judge it
+    # a word of the turn, and a name or number it never says
+    ("User's sister Maria lives in Paris.", "My sister lives in Lyon.", "never says maria, paris"),
+    ("User is 35 years old.", "I'm 53 years old.", "never says 35"),
+    ("User moved to Berlin in 2021.", "We moved to berlin in 2021.", None),
+    ("User's name is Priya.", "Hi, I'm Priya, a data scientist in Toronto.", None),
 ])
 def test_support_judges_words_and_negation_clause_by_clause(fact, turn, why):
     from memkit.write.support import unsupported

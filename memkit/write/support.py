@@ -3,7 +3,8 @@
 turns'. Pure functions of the model's text and the turns' words.
 
 - *unsupported*: no content word of the fact (its text or value, stemmed; ``user`` and stopwords aside)
-  occurs in the turn;
+  occurs in the turn, or the fact names a person, place or number the turn never says (a sister "Maria" from
+  "my sister", 35 from "I'm 53");
 - *negation dropped* (or *added*): the clause of the turn that shares the most words with the fact says
   "not" (no, never, don't, ...) and the fact does not, or the other way round;
 - *unfaithful* (a summary): it names a person, place or number the turns never say, or keeps less than half
@@ -46,6 +47,9 @@ def unsupported(c: Candidate, turn: str) -> str | None:
     shared = [len(words & _content(x)) for x in clauses]
     if not any(shared):
         return f"unsupported by the turn: none of {sorted(words)} is in it"
+    invented = sorted(w for w in _names(f"{c.text} {c.value or ''}") if w not in _words(turn))
+    if invented:
+        return f"unsupported by the turn: it never says {', '.join(invented[:5])}"
     clause = clauses[shared.index(max(shared))]
     said_not, fact_not = bool(NEGATION.search(clause)), bool(NEGATION.search(c.text)) or c.negated
     if said_not and not fact_not and not NEGATIVE.search(c.text):
