@@ -6,3 +6,4 @@ python scripts/measure_recall_options.py --data '../shared/devdata/realtalk/Chat
 # time words rows: docs/results/experiments/time-words.diff applied to 83498a6, then MEMKIT_EXP_TIMEWORDS=<window|all>
 # questions rows: docs/results/experiments/questions.diff applied to 90ef14c, then MEMKIT_EXP_ASKS=<0.5|0.25|0.3> (MEMKIT_EXP_ASK_WORDS=20 for the last)
 # dense without the speaker rows: docs/results/experiments/dense-bare.diff applied to 61de153, then MEMKIT_EXP_DENSE_BARE=1
+# date lines rows: docs/results/experiments/days.diff applied to df168ed, then MEMKIT_EXP_DAYS=1
