@@ -7,3 +7,4 @@ python scripts/measure_recall_options.py --data '../shared/devdata/realtalk/Chat
 # questions rows: docs/results/experiments/questions.diff applied to 90ef14c, then MEMKIT_EXP_ASKS=<0.5|0.25|0.3> (MEMKIT_EXP_ASK_WORDS=20 for the last)
 # dense without the speaker rows: docs/results/experiments/dense-bare.diff applied to 61de153, then MEMKIT_EXP_DENSE_BARE=1
 # date lines rows: docs/results/experiments/days.diff applied to df168ed, then MEMKIT_EXP_DAYS=1
+# length prior rows: docs/results/experiments/length.diff applied to 8b9599b, then MEMKIT_EXP_LEN=<0.3|0.6>
