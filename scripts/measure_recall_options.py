@@ -86,6 +86,8 @@ VARIANTS: dict[str, tuple[str, dict]] = {
     "two-layer, profile 0, diversity 0": ("two-layer:keyed", {"profile_tokens": 0, "diversity": 0.0}),
     # the names a question gives (recall._scored_episodes): kept in the dense query, the pre-0.3 default
     "two-layer, names kept in the dense query": ("two-layer:keyed", {"recall": RecallOptions(dense_names=True)}),
+    # a name spelt another way names its person (subject.spelt_like): off, names as they are spelt only
+    "two-layer, names spelt exactly only": ("two-layer:keyed", {"recall": RecallOptions(name_variants=False)}),
     "two-layer, profile 0, rrf k=2": ("two-layer:keyed", {"profile_tokens": 0, "recall": RecallOptions(rrf_k=2)}),
     # the whole memory in PostgreSQL (pgvector, and BM25 written in SQL in place of tantivy; the ts_rank_cd
     # variants measured before it are in CHANGELOG.md, 0.2.0, from this script)

@@ -156,3 +156,32 @@ def test_a_question_that_names_both_people_searches_without_both_names(embedder)
     kept = _practice(embedder, recall=RecallOptions(subject_words=True)).context(
         "c", "q", "What do Sam and Ana practise?", budget=300).parts[1].items
     assert len([i for i in kept if "lexical" in i["why"]]) == 5  # with the names, every line matches
+
+
+@pytest.mark.parametrize("query,expected", [
+    ("What did Muhammad cook on Friday?", Subject("Muhhamed", "Muhammad")),  # a spelling that sounds alike
+    ("Where does Elisa work?", Subject("elise", "Elisa")),
+    ("What did Katie paint?", Subject("Ines Duarte", "Katie")),  # a spelling of an alias
+    ("What did muhammad cook?", None),  # a name is written with a capital: lowercase words are not tried
+    ("Where does Keith live?", None),  # alike to "Kevin" to the eye, not to the ear
+    ("Where does Kevin live?", Subject("Kevin", "Kevin")),
+])
+def test_a_name_spelt_another_way_names_that_person(query, expected):
+    assert named(query, ["Muhhamed", "elise", "Ines Duarte", "Kevin"], {"Kate": "Ines Duarte"}) == expected
+
+
+def test_spelling_variants_can_be_switched_off_and_never_pick_between_two_people():
+    assert named("What did Muhammad cook?", ["Muhhamed", "Akib"], variants=False) is None
+    assert named_all("Did Elisa call?", ["Elise", "Eliza"]) == {}  # a name spelt exactly names only its own person
+    assert named_all("Did Elisse call?", ["Elise", "Elisa"]) == {}  # alike to both: neither
+
+
+def test_a_read_ranks_up_the_turns_of_a_name_spelt_another_way(embedder):
+    m = _chat(embedder)
+    ctx = m.context("chat", "q", "What did Katie do with the cello?", budget=400)
+    first = min(ctx.parts[1].items, key=lambda i: i["rank"])
+    assert first["turn_id"] == "D1:3" and "subject #1" in first["why"]
+    assert 'the question names Ines (as "Katie"): their turns ranked up' in ctx.notes
+    off = _chat(embedder, recall=RecallOptions(name_variants=False)).context(
+        "chat", "q", "What did Katie do with the cello?", budget=400)
+    assert not any("names" in n for n in off.notes)

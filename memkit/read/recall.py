@@ -47,6 +47,9 @@ class RecallOptions:
     # and the dense channel too searches without the names of the people a question names (not without the
     # first person of a user's question); True keeps them (docs/decisions.md, "Names in the dense query")
     dense_names: bool = False
+    # a name spelt another way in the question ("Muhammad" for Muhhamed) names that person too (subject.spelt_like;
+    # docs/decisions.md, "A name spelt another way")
+    name_variants: bool = True
 
     def __post_init__(self) -> None:
         unknown = set(self.channels) - set(CHANNELS)
@@ -135,7 +138,7 @@ def _scored_episodes(store: FactStore, user_id: str, query: str,
     lexical = "lexical" in options.channels
     whole = store.lexical(user_id, "episodes", query, options.depth, session) if lexical else []
     said = _speakers(fetch, [i for i, _ in whole]) if options.subjects and whole else {}
-    named_people = _people(store, user_id, query, set(said.values()))[1] if said else {}
+    named_people = _people(store, user_id, query, set(said.values()), options.name_variants)[1] if said else {}
     lexical_query = _without(query, set().union(*(name_words(w) | name_words(p) for p, w in named_people.items()))) \
         if named_people and not options.subject_words else query
     dense_query = query if options.dense_names else lexical_query
@@ -150,7 +153,7 @@ def _scored_episodes(store: FactStore, user_id: str, query: str,
     subject = None
     if options.subjects and found:
         said |= _speakers(fetch, [r for r in found if r not in said])
-        subject = _people(store, user_id, query, set(said.values()))[0]
+        subject = _people(store, user_id, query, set(said.values()), options.name_variants)[0]
         if subject is not None and lexical_query == query and not options.subject_words and lexical:
             # the first person of a user's question (or a person only the dense channel found)
             lexical_query = _without(query, name_words(subject.word) | name_words(subject.speaker))
@@ -174,16 +177,17 @@ def _facts_about(store: FactStore, user_id: str, subject: Subject, scored: dict[
     return {f.id for f in store.profile(user_id, ids=found) if (f.key or "").startswith(prefix)}
 
 
-def _people(store: FactStore, user_id: str, query: str, speakers: set[str]) -> tuple[Subject | None, dict[str, str]]:
+def _people(store: FactStore, user_id: str, query: str, speakers: set[str],
+            variants: bool = True) -> tuple[Subject | None, dict[str, str]]:
     """The one person of ``speakers`` the question is about, by name or by the name their ``<person>.name``
-    fact gives ("I'm Kate": ``emi.name`` = Kate), or the user of a first-person question to a user–assistant
+    fact gives ("I'm Kate": ``emi.name`` = Kate), or a spelling of either (``variants``), or the user of a first-person question to a user–assistant
     memory; and everyone of ``speakers`` it names (``subject.named_all``)."""
     people = sorted(s for s in speakers if s.lower() not in ROLES)
     if not people:
         return named(query, sorted(speakers)), {}  # a user-assistant memory: a first-person question is the user's
     keys = {f"{slug(p)}.name": p for p in people}
     aliases = {f.value: keys[f.key] for f in store.profile(user_id, keys=sorted(keys)) if f.value and f.key in keys}
-    return named(query, people, aliases), named_all(query, people, aliases)
+    return named(query, people, aliases, variants), named_all(query, people, aliases, variants)
 
 
 def _speakers(fetch: "EpisodeReader", refs: Sequence[str]) -> dict[str, str]:

@@ -1,6 +1,7 @@
 """Who a question is about (docs/architecture.md §5): when it names exactly one of the people whose turns
 the read found, by a word of their name or by a name they gave themselves (a ``<person>.name`` fact, "I'm
-Kate"), that person's turns rank up (``recall.recall_episodes``): in real two-person chats nearly every
+Kate"), or by a spelling of their name that sounds and reads alike ("Muhammad" for Muhhamed:
+``spelt_like``), that person's turns rank up (``recall.recall_episodes``): in real two-person chats nearly every
 evidence turn of a question about one person is that person's own. A question in the first person ("my
 app", "what did I say") put to a user–assistant memory is about the user: the user's turns rank up
 (docs/decisions.md). Pure functions of the question, the speakers and their aliases.
@@ -12,9 +13,16 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
+import jellyfish
+
+from ..store.lexicon import STOPWORDS  # the words a question asks with: never a name
+
 ROLES = frozenset({"user", "assistant", "system", "tool"})  # speakers that are roles, not people: never named
 USER = "user"  # the speaker of a user's own turns when they are not named (Memory.observe without speaker=)
 _WORD = re.compile(r"\w+", re.UNICODE)
+# a capitalised word of a question this alike to a word of a name (Jaro-Winkler, lowercased), with the same
+# Soundex code, names that person (docs/decisions.md, "A name spelt another way")
+NAME_LIKENESS = 0.85
 _FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|me|my|mine|myself)\b|我", re.IGNORECASE)
 
 
@@ -38,17 +46,29 @@ def name_words(speaker: str) -> set[str]:
     return {w.lower() for w in _WORD.findall(speaker) if len(w) > 1}
 
 
+def spelt_like(word: str, name: str) -> bool:
+    """Whether ``word`` of a question is ``name`` spelt another way ("Muhammad", "Muhhamed"; "Elisa",
+    "Elise"): a capitalised word of four letters or more, not a query stopword, with the name's Soundex code
+    and at least ``NAME_LIKENESS`` alike to it (Jaro-Winkler)."""
+    low = word.lower()
+    if len(low) < 4 or not word[:1].isupper() or low in STOPWORDS or low == name:
+        return False
+    return jellyfish.soundex(low) == jellyfish.soundex(name) and \
+        jellyfish.jaro_winkler_similarity(low, name) >= NAME_LIKENESS
+
+
 def without_words(query: str, words: set[str]) -> str:
     """``query`` without ``words`` (lowercase), and without the possessive ending they leave ("Kate's")."""
     return " ".join(re.sub(r"\b(\w+)(?:'s|’s)?", lambda m: "" if m.group(1).lower() in words else m.group(0),
                            query).split())
 
 
-def named(query: str, speakers: Iterable[str], aliases: Mapping[str, str] | None = None) -> Subject | None:
+def named(query: str, speakers: Iterable[str], aliases: Mapping[str, str] | None = None,
+          variants: bool = True) -> Subject | None:
     """The one person of ``speakers`` that ``query`` names, by a word of their name or by an alias
-    (``{alias: speaker}``); else, when ``speakers`` holds the unnamed user and the question is in the first
+    (``{alias: speaker}``), or (with ``variants``) by a spelling of either (``spelt_like``); else, when ``speakers`` holds the unnamed user and the question is in the first
     person, the user; None when it names none, several, or only roles."""
-    found = named_all(query, speakers, aliases)
+    found = named_all(query, speakers, aliases, variants)
     if not found and USER in speakers:
         first = _FIRST_PERSON.search(query)
         return Subject(USER, first.group(0)) if first else None
@@ -58,9 +78,11 @@ def named(query: str, speakers: Iterable[str], aliases: Mapping[str, str] | None
     return Subject(speaker, word)
 
 
-def named_all(query: str, speakers: Iterable[str], aliases: Mapping[str, str] | None = None) -> dict[str, str]:
+def named_all(query: str, speakers: Iterable[str], aliases: Mapping[str, str] | None = None,
+              variants: bool = True) -> dict[str, str]:
     """Every person of ``speakers`` (roles excepted) that ``query`` names, by a word of their name or by an
-    alias (``{alias: speaker}``): ``{speaker: the word that named them}``."""
+    alias (``{alias: speaker}``), or (with ``variants``) by a spelling of either that no one's name has
+    (``spelt_like``): ``{speaker: the word that named them}``."""
     words = {w.lower(): w for w in _WORD.findall(query)}
     found: dict[str, str] = {}
     for speaker in speakers:
@@ -73,4 +95,14 @@ def named_all(query: str, speakers: Iterable[str], aliases: Mapping[str, str] | 
         for w in name_words(alias):
             if w in words and speaker not in found and speaker.lower() not in ROLES:
                 found[speaker] = words[w]
+    if variants:
+        names = {w: speaker for speaker in speakers if speaker.lower() not in ROLES for w in name_words(speaker)}
+        names.update((w, speaker) for alias, speaker in (aliases or {}).items() if speaker.lower() not in ROLES
+                     for w in name_words(alias))
+        for low, word in words.items():
+            if low in names:
+                continue  # a name as it is spelt names only its own person
+            near = {speaker for name, speaker in names.items() if speaker not in found and spelt_like(word, name)}
+            if len(near) == 1:
+                found[near.pop()] = word
     return found

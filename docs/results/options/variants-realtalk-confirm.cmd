@@ -1,0 +1,1 @@
+python scripts/measure_recall_options.py --data '../shared/devdata/realtalk/Chat_[6-9]_*.json' '../shared/devdata/realtalk/Chat_10_*.json' --format realtalk --budget 400,1200 --jobs 2 --name variants-realtalk-confirm --out docs/results/options --only 'two-layer (defaults)' --only 'two-layer, names spelt exactly only'
