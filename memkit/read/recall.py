@@ -138,7 +138,15 @@ def _scored_episodes(store: FactStore, user_id: str, query: str,
     lexical = "lexical" in options.channels
     whole = store.lexical(user_id, "episodes", query, options.depth, session) if lexical else []
     said = _speakers(fetch, [i for i, _ in whole]) if options.subjects and whole else {}
-    named_people = _people(store, user_id, query, set(said.values()), options.name_variants)[1] if said else {}
+    people_of: dict[frozenset[str], tuple[Subject | None, dict[str, str]]] = {}  # one alias lookup per speaker set
+
+    def people(speakers: set[str]) -> tuple[Subject | None, dict[str, str]]:
+        key = frozenset(speakers)
+        if key not in people_of:
+            people_of[key] = _people(store, user_id, query, speakers, options.name_variants)
+        return people_of[key]
+
+    named_people = people(set(said.values()))[1] if said else {}
     lexical_query = _without(query, set().union(*(name_words(w) | name_words(p) for p, w in named_people.items()))) \
         if named_people and not options.subject_words else query
     dense_query = query if options.dense_names else lexical_query
@@ -153,7 +161,7 @@ def _scored_episodes(store: FactStore, user_id: str, query: str,
     subject = None
     if options.subjects and found:
         said |= _speakers(fetch, [r for r in found if r not in said])
-        subject = _people(store, user_id, query, set(said.values()), options.name_variants)[0]
+        subject = people(set(said.values()))[0]
         if subject is not None and lexical_query == query and not options.subject_words and lexical:
             # the first person of a user's question (or a person only the dense channel found)
             lexical_query = _without(query, name_words(subject.word) | name_words(subject.speaker))
