@@ -52,6 +52,8 @@ SECTIONS = [
      "A name spelt another way: REALTALK dev split (no question's result changes)"),
     ("options", RESULTS / "options" / "variants-realtalk-confirm.csv",
      "A name spelt another way: REALTALK confirm split (reported, never chosen on)"),
+    ("options", RESULTS / "options" / "beam-dev-diversity.csv",
+     "Diversity and repeat folding on the BEAM dev split (within the interval: defaults kept)"),
     ("options", RESULTS / "options" / "beam-dev-weights.csv", "Channel weights tried on the BEAM dev split"),
     ("options", RESULTS / "options" / "realtalk-confirm.csv",
      "This version's read changes on the REALTALK confirm split (reported, never chosen on)"),

@@ -68,6 +68,7 @@ VARIANTS: dict[str, tuple[str, dict]] = {
     "two-layer, passages 128, any number per turn": ("two-layer:keyed", {"passage_tokens": 128, "passages_per_turn": 0}),
     "two-layer, passages 192, any number per turn": ("two-layer:keyed", {"passage_tokens": 192, "passages_per_turn": 0}),
     # maximal marginal relevance over the fused list (assemble.diversified), words alike as the penalty
+    "two-layer, diversity 0": ("two-layer:keyed", {"diversity": 0.0}),
     "two-layer, diversity 0.2": ("two-layer:keyed", {"diversity": 0.2}),
     "two-layer, diversity 0.4": ("two-layer:keyed", {"diversity": 0.4}),
     "two-layer, diversity 0.6": ("two-layer:keyed", {"diversity": 0.6}),
