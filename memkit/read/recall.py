@@ -188,8 +188,9 @@ def _facts_about(store: FactStore, user_id: str, subject: Subject, scored: dict[
 def _people(store: FactStore, user_id: str, query: str, speakers: set[str],
             variants: bool = True) -> tuple[Subject | None, dict[str, str]]:
     """The one person of ``speakers`` the question is about, by name or by the name their ``<person>.name``
-    fact gives ("I'm Kate": ``emi.name`` = Kate), or a spelling of either (``variants``), or the user of a first-person question to a user–assistant
-    memory; and everyone of ``speakers`` it names (``subject.named_all``)."""
+    fact gives ("I'm Kate": ``emi.name`` = Kate), or a spelling of either (``variants``), or the user of a
+    first-person question to a user–assistant memory; and everyone of ``speakers`` it names
+    (``subject.named_all``)."""
     people = sorted(s for s in speakers if s.lower() not in ROLES)
     if not people:
         return named(query, sorted(speakers)), {}  # a user-assistant memory: a first-person question is the user's

@@ -66,8 +66,9 @@ def without_words(query: str, words: set[str]) -> str:
 def named(query: str, speakers: Iterable[str], aliases: Mapping[str, str] | None = None,
           variants: bool = True) -> Subject | None:
     """The one person of ``speakers`` that ``query`` names, by a word of their name or by an alias
-    (``{alias: speaker}``), or (with ``variants``) by a spelling of either (``spelt_like``); else, when ``speakers`` holds the unnamed user and the question is in the first
-    person, the user; None when it names none, several, or only roles."""
+    (``{alias: speaker}``), or (with ``variants``) by a spelling of either (``spelt_like``); else, when
+    ``speakers`` holds the unnamed user and the question is in the first person, the user; None when it
+    names none, several, or only roles."""
     found = named_all(query, speakers, aliases, variants)
     if not found and USER in speakers:
         first = _FIRST_PERSON.search(query)
