@@ -55,6 +55,8 @@ SECTIONS = [
     ("options", RESULTS / "options" / "beam-dev-diversity.csv",
      "Diversity and repeat folding on the BEAM dev split (within the interval: defaults kept)"),
     ("options", RESULTS / "options" / "beam-dev-weights.csv", "Channel weights tried on the BEAM dev split"),
+    ("options", RESULTS / "options" / "beam-dev-instructions.csv",
+     "Standing instructions shown first: BEAM dev split (the rows without are the new rules' facts alone)"),
     ("options", RESULTS / "options" / "realtalk-confirm.csv",
      "This version's read changes on the REALTALK confirm split (reported, never chosen on)"),
     ("options", RESULTS / "experiments" / "realtalk-dev.csv",

@@ -12,7 +12,8 @@ generates the realistic chat suite (or, with ``--suite assistant``, the user-ass
 than 0 (seed 0 is the committed, reported ``data/chats.jsonl`` / ``data/assistant.jsonl``) and compares the options memkit could default to: channels and their weights,
 neighbours of a hit, dates beside episodes, the source episode of a shown fact, the profile block, and the
 whole memory on PostgreSQL (full-text search in place of tantivy; needs ``memkit-lab[bench]``). Prints
-one table (evidence recall, answer in context, tokens) and writes it as CSV.
+one table (evidence recall, answer in context, tokens) and writes it as CSV, and evidence recall per question
+type beside it (``<name>-types.csv``).
 """
 
 from __future__ import annotations
@@ -89,6 +90,9 @@ VARIANTS: dict[str, tuple[str, dict]] = {
     "two-layer, names kept in the dense query": ("two-layer:keyed", {"recall": RecallOptions(dense_names=True)}),
     # a name spelt another way names its person (subject.spelt_like): off, names as they are spelt only
     "two-layer, names spelt exactly only": ("two-layer:keyed", {"recall": RecallOptions(name_variants=False)}),
+    # the user's standing instructions most like the question shown first (recall.instruction_hits): none, two
+    "two-layer, no standing instructions shown first": ("two-layer:keyed", {"recall": RecallOptions(instructions=0)}),
+    "two-layer, 2 standing instructions": ("two-layer:keyed", {"recall": RecallOptions(instructions=2)}),
     "two-layer, profile 0, rrf k=2": ("two-layer:keyed", {"profile_tokens": 0, "recall": RecallOptions(rrf_k=2)}),
     # the whole memory in PostgreSQL (pgvector, and BM25 written in SQL in place of tantivy; the ts_rank_cd
     # variants measured before it are in CHANGELOG.md, 0.2.0, from this script)
@@ -137,7 +141,7 @@ def main() -> None:
             raise SystemExit("seed 0 is the reported suite: choose options on another seed")
         convs = load(write_suite(Path(tempfile.mkdtemp()) / "dev.jsonl", args.suite, args.seed, args.conversations))
     budgets = [int(b) for b in args.budget.split(",")]
-    rows = []
+    rows, by_type = [], []
     chosen = (args.only or []) + (REAL if args.real else [])
     for label, (strategy, options) in VARIANTS.items():
         if chosen and label not in chosen:
@@ -152,12 +156,15 @@ def main() -> None:
                          "answer_in_context": r["answer_in_context"], "context_tokens": r["context_tokens"],
                          "repeated_lines": r["repeated_lines"],
                          "turns_per_s": r["turns_per_s"]})
+        by_type += [{"variant": label, "budget": r["budget"], "type": r["type"], "probes": r["probes"],
+                     "evidence_recall": r["evidence_recall"]} for _, r in summary[summary["type"] != "all"].iterrows()]
         print(pd.DataFrame(rows[-len(budgets):]).round(3).to_string(index=False, header=len(rows) == len(budgets)), flush=True)
     table = pd.DataFrame(rows)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     name = args.name or f"options-seed{args.seed}"
     table.to_csv(out / f"{name}.csv", index=False)
+    pd.DataFrame(by_type).to_csv(out / f"{name}-types.csv", index=False)  # evidence recall per question type
     # the command beside its table, as memkit bench keeps its own in run.json (docs/benchmarks.md shows it)
     (out / f"{name}.cmd").write_text(shlex.join(["python", "scripts/measure_recall_options.py", *sys.argv[1:]]) + "\n")
     print(f"\nwrote {out}/{name}.csv")

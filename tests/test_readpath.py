@@ -170,6 +170,7 @@ def test_reads_by_id_or_key_visit_the_rows_asked_for_not_all_of_the_users():
                                                      else [str(i) for i in range(100, 4060, 99)]),
         "profile by id": lambda o: log.profile(o, o, ids=[f"{o}-1", f"{o}-5", f"{o}-9"]),
         "profile by key, newest first": lambda o: log.profile(o, o, keys=["k3"], limit=2),
+        "profile by key prefix": lambda o: log.profile(o, o, prefix="k3"),
     }
     for name, read in reads.items():
         small, large = _sqlite_steps(records.db.conn, lambda: read("small")), _sqlite_steps(records.db.conn, lambda: read("large"))
@@ -178,6 +179,7 @@ def test_reads_by_id_or_key_visit_the_rows_asked_for_not_all_of_the_users():
     assert len(got) == 4 and got == sorted(got, key=lambda f: (-f.importance, -f.valid_from, f.id))
     by_key = log.profile("large", "large", keys=["k3"])
     assert len(by_key) == 2 and log.profile("large", "large", keys=["k3"], limit=1) == by_key[:1]
+    assert log.profile("large", "large", prefix="k3") == by_key and log.profile("large", "large", prefix="k") != []
     records.close()
 
 

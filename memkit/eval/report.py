@@ -109,9 +109,18 @@ def options_section(csv: Path, title: str) -> str:
                                 if b in got.index else "–" for b in budgets)])
     command = csv.with_suffix(".cmd").read_text("utf-8").strip() if csv.with_suffix(".cmd").exists() else \
         "(command not recorded)"
-    return "\n".join([f"## {title}", "", "```bash", command, "```", "", f"File: `{csv.as_posix()}`.", "",
-                      _table(["variant: evidence recall [95% interval] (answer in context)", *(f"{b:,} tokens" for b in budgets)],
-                             rows), ""])
+    out = [f"## {title}", "", "```bash", command, "```", "", f"File: `{csv.as_posix()}`.", "",
+           _table(["variant: evidence recall [95% interval] (answer in context)", *(f"{b:,} tokens" for b in budgets)],
+                  rows), ""]
+    types = csv.with_name(f"{csv.stem}-types.csv")  # evidence recall per question type, where the script wrote it
+    if types.exists():
+        by_type = pd.read_csv(types)
+        for b in budgets:
+            got = by_type[by_type["budget"] == b].pivot(index="variant", columns="type", values="evidence_recall")
+            got = got.reindex([v for v in table["variant"].unique() if v in got.index])
+            out += [f"By question type at {b:,} tokens (evidence recall; file `{types.as_posix()}`):", "",
+                    _table(["variant", *got.columns], [[v, *(f"{x:.2f}" for x in r)] for v, r in got.iterrows()]), ""]
+    return "\n".join(out)
 
 
 SCALE_COLUMNS = [("context_p50_ms", "context p50 ms", "{:.1f}"), ("context_p95_ms", "context p95 ms", "{:.1f}"),

@@ -164,21 +164,24 @@ def _nearest(words: set[str], given: Sequence[set[str]]) -> float:
     return best
 
 
+FIRST = ("instruction", "profile")  # the facts shown before any recalled item: standing instructions, the profile
+
+
 def pack_memory(hits: Sequence[Hit], recalled: Iterable[Recalled], budget: int, profile_tokens: int,
                 skip: Callable[[Episode], bool], spare_sources: bool = True, diversity: float = 0.0,
                 **episode_options: Any) -> tuple[Part, Part]:
-    """The facts and episodes parts within ``budget``: first the profile block (the ``why="profile"`` hits,
-    within ``profile_tokens``), then the recalled facts and the episodes on one ranked list, taken in the
+    """The facts and episodes parts within ``budget``: first the standing instructions the question falls
+    under (``why="instruction"``), then the profile block (the ``why="profile"`` hits, within
+    ``profile_tokens``), then the recalled facts and the episodes on one ranked list, taken in the
     order of their fused scores while they fit, so a fact is shown only where it outranks the episodes. A
     shown fact spares its source turns (``spare_sources``). ``episode_options`` are ``pack_episodes``'s.
 
     Measured on the dev splits (CHANGELOG.md, 0.2.0, "Facts on one list"): the profile last, or none, lost up to 0.17 of
     the evidence on the user-assistant shape."""
     block, used = FactLines(profile_tokens), 0
-    for h in hits:
-        if h.why == "profile":
-            used += block.take(h, budget - used)
-    stream = diversified(heapq.merge([h for h in hits if h.why != "profile"], recalled, key=lambda x: -x.score),
+    for h in sorted((h for h in hits if h.why in FIRST), key=lambda h: FIRST.index(h.why)):
+        used += block.take(h, budget - used)
+    stream = diversified(heapq.merge([h for h in hits if h.why not in FIRST], recalled, key=lambda x: -x.score),
                          diversity)
     eps = pack_episodes(stream, budget - used, lambda e: skip(e) or (spare_sources and e.turn_id in block.sources),
                         facts=block, spare_facts=spare_sources, **episode_options)

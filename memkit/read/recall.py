@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Sequence
 
 from . import passages
 from .budget import BudgetPlan, profile_rows
-from ..write.rules import slug
+from .instructions import condition, instruction_hits
+from ..write.rules import STANDING, slug
 from ..store import FactStore
 from ..store.base import episode_items
 from .subject import ROLES, USER, Subject, name_words, named, named_all, without_words
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
 CHANNELS = ("lexical", "dense")
 RRF_K = 10  # reciprocal rank fusion constant: 60 in Cormack et al. 2009; 10 (docs/decisions.md, "Reciprocal rank fusion constant")
+INSTRUCTIONS = 1  # standing instructions shown first (docs/decisions.md, "Standing instructions")
 DEPTH = 50  # candidates read from each channel before fusion (docs/decisions.md, "Candidates per channel")
 
 
@@ -50,8 +52,14 @@ class RecallOptions:
     # a name spelt another way in the question ("Muhammad" for Muhhamed) names that person too (subject.spelt_like;
     # docs/decisions.md, "A name spelt another way")
     name_variants: bool = True
+    # the user's standing instructions ("Always include version numbers when I ask about libraries.") most like
+    # the question, shown first among the facts, at most this many (docs/decisions.md, "Standing instructions")
+    instructions: int = INSTRUCTIONS
 
     def __post_init__(self) -> None:
+        if not isinstance(self.instructions, int) or isinstance(self.instructions, bool) or self.instructions < 0:
+            raise ValueError(f"instructions is how many standing instructions a read shows (0: none), "
+                             f"got {self.instructions!r}")
         unknown = set(self.channels) - set(CHANNELS)
         if unknown or not self.channels:
             raise ValueError(f"unknown recall channels {sorted(unknown)}; choose from {CHANNELS}")
@@ -291,10 +299,11 @@ def _why(ranks: dict[str, int]) -> str:
 
 def fact_hits(store: FactStore, policy: "Policy", user_id: str, query: str, dense: Sequence[tuple[str, float]] | None,
               k: int, floor: float, profile_tokens: int, options: RecallOptions = RecallOptions(),
-              fused: list[tuple[str, float, dict[str, int]]] | None = None) -> list[Hit]:
-    """The user's facts for ``query``: the top ``k`` by fused rank (``fused``: ranked already, with the
-    episodes), resolved by ``policy`` when it resolves conflicts at read time, then the profile block's facts
-    (``why="profile"``), most important first."""
+              fused: list[tuple[str, float, dict[str, int]]] | None = None,
+              vector: Sequence[float] | None = None) -> list[Hit]:
+    """The user's facts for ``query``: the standing instructions that hold for it (``instruction_hits``, by the
+    query's ``vector``), the top ``k`` by fused rank (``fused``: ranked already, with the episodes), resolved by ``policy`` when it
+    resolves conflicts at read time, then the profile block's facts (``why="profile"``), most important first."""
     resolves = policy.resolves_at_read
     # a policy that resolves at write time has one current fact per key: the first k recalled are the k shown
     page = None if resolves else k
@@ -303,22 +312,27 @@ def fact_hits(store: FactStore, policy: "Policy", user_id: str, query: str, dens
     else:
         found = recall_facts(store, user_id, query, dense, floor, options, page=page) if query.strip() else iter(())
     recalled = list(found if resolves else islice(found, k))
+    standing = store.profile(user_id, prefix=STANDING) if options.instructions else []
+    told = instruction_hits(store, standing, vector, floor, options.instructions)
     # the profile block: the most important current facts, from the maintained profile, as many as the
-    # block can hold besides the k shown
-    top = store.profile(user_id, limit=profile_rows(profile_tokens, k)) if profile_tokens else []
+    # block can hold besides the k shown; an instruction with a condition only where it holds (``told``)
+    conditional = {f.id for f in standing if condition(f.text)}
+    top = [f for f in store.profile(user_id, limit=profile_rows(profile_tokens, k) + len(conditional))
+           if f.id not in conditional] if profile_tokens else []
     shown_for_key: dict[str, Fact] = {}
     if resolves:
         # a policy that resolves conflicts at read time (append) shows the fact each key resolves to, in
         # place of a recalled or top one of that key; the others resolved them when writing
-        keys = sorted({f.key for f in [r.item for r in recalled] + top if f.key})
+        keys = sorted({f.key for f in [r.item for r in recalled] + [h.fact for h in told] + top if f.key})
         same_key = policy.resolve(store.profile(user_id, keys=keys))
         shown_for_key = {f.key: f for f in same_key if f.key}
         top = policy.resolve(top + [f for f in same_key if f.id not in {t.id for t in top}])
-    hits: dict[str, Hit] = {}
+        told = [replace(h, fact=shown_for_key.get(h.fact.key, h.fact)) if h.fact.key else h for h in told]
+    hits: dict[str, Hit] = {h.fact.id: h for h in told}
     for r in recalled:
         f = shown_for_key.get(r.item.key, r.item) if r.item.key else r.item
         hits.setdefault(f.id, Hit(f, r.similarity, r.score, why=r.why))
-    shown = list(hits.values())[:k]
+    shown = list(hits.values())[:len(told) + k]
     if not profile_tokens:
         return shown
     have = {h.fact.id for h in shown} | {h.fact.key for h in shown if h.fact.key}
@@ -341,12 +355,13 @@ def recall(store: FactStore, policy: "Policy", user_id: str, session_id: str, qu
     depths = {part: d for part, d, wanted in (("facts", options.depth, facts), ("episodes", deeper.depth, episodes))
               if wanted}
     searched: dict[str, dict[str, list[tuple[str, float]]]] = {}
+    vectors: dict[str, list[float] | None] = {}
 
     def dense_for(q: str) -> dict[str, list[tuple[str, float]]]:
         # one dense query of both parts per text searched (a question that names people is searched without them)
         if q not in searched:
-            vector = store.embed_query(q) if "dense" in options.channels else None
-            searched[q] = dense_rankings(store, user_id, vector, depths, options, session_id)
+            vectors[q] = store.embed_query(q) if "dense" in options.channels else None
+            searched[q] = dense_rankings(store, user_id, vectors[q], depths, options, session_id)
         return searched[q]
 
     # facts and episodes on one list: each item's fused score is its place among both, so the packer takes
@@ -371,7 +386,8 @@ def recall(store: FactStore, policy: "Policy", user_id: str, session_id: str, qu
     # the profile block is the user's: a question that names people (one or several) gets their facts by recall
     profile = 0 if people or (subject is not None and subject.speaker != USER) else plan.profile
     shown = fact_hits(store, policy, user_id, query, dense.get("facts"), k, floor, profile, options,
-                      fused=[(key[2:], s, r) for key, s, r in fused if key[0] == "f"]) if facts else []
+                      fused=[(key[2:], s, r) for key, s, r in fused if key[0] == "f"],
+                      vector=vectors.get(dense_query)) if facts else []
     found = _fetched([(key[2:], s, r) for key, s, r in fused if key[0] == "e"], dict(dense.get("episodes") or ()),
                      fetch, plan.page)
     return shown, found, subject

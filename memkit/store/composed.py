@@ -159,10 +159,10 @@ class FactStore:
         self.facts.change(self._owner(user_id), user_id, [], ids)
 
     def profile(self, user_id: str, limit: int | None = None, ids: Sequence[str] | None = None,
-                keys: Sequence[str] | None = None) -> list[Fact]:
+                keys: Sequence[str] | None = None, prefix: str | None = None) -> list[Fact]:
         """The user's current facts as the maintained profile holds them (no vector read): the ``limit`` most
-        important, or those with the given ids or keys (docs/architecture.md §2)."""
-        return self.log.profile(self._owner(user_id), user_id, limit, ids, keys)
+        important, or those with the given ids or keys, or whose key starts with ``prefix`` (docs/architecture.md §2)."""
+        return self.log.profile(self._owner(user_id), user_id, limit, ids, keys, prefix)
 
     def count(self, user_id: str, include_superseded: bool = False) -> int:
         return len(self.get(user_id, include_superseded=include_superseded))

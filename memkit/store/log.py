@@ -149,9 +149,9 @@ class EventLog:
                 run("DELETE FROM profile WHERE owner = ? AND fact_id = ?", (owner, i))
 
     def profile(self, owner: str, user_id: str, limit: int | None = None, ids: Sequence[str] | None = None,
-                keys: Sequence[str] | None = None) -> list[Fact]:
+                keys: Sequence[str] | None = None, prefix: str | None = None) -> list[Fact]:
         """The user's current facts from the profile: the ``limit`` most important (newest first among equals),
-        or those with the given ids, or those with the given keys."""
+        or those with the given ids, or those with the given keys, or those whose key starts with ``prefix``."""
         sql, args = "SELECT body FROM profile WHERE owner = ?", [owner]
         for column, values in (("fact_id", ids), ("key", keys)):
             if values is not None:
@@ -159,7 +159,10 @@ class EventLog:
                     return []
                 sql += f" AND {column} IN ({', '.join('?' * len(values))})"
                 args += list(values)
-        lookup = ids is not None or keys is not None
+        if prefix is not None:
+            where, values = self.db.dialect.starts_with("key", prefix)
+            sql, args = f"{sql} AND {where}", args + values
+        lookup = ids is not None or keys is not None or prefix is not None
         if not lookup:  # the ordered read walks the profile_order index; a lookup goes by its own key, sorted here
             sql += " ORDER BY importance DESC, valid_from DESC, fact_id" + ("" if limit is None else f" LIMIT {int(limit)}")
         facts = [_fact(b) for (b,) in self.db.rows(sql, args)]

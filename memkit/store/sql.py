@@ -64,6 +64,14 @@ class Dialect:
         """``sql`` with memkit's ``?`` placeholders as the driver wants them."""
         return sql if self.name == "sqlite" else sql.replace("?", "%s")
 
+    def starts_with(self, column: str, prefix: str) -> tuple[str, list[str]]:
+        """A condition that ``column`` starts with ``prefix``, and its arguments: in SQLite a range of the
+        column's own (binary) order, which its index walks; in PostgreSQL ``LIKE``, since a database's
+        collation may order text otherwise."""
+        if self.name == "sqlite":
+            return f"{column} >= ? AND {column} < ?", [prefix, prefix + "\U0010ffff"]
+        return f"{column} LIKE ? ESCAPE '!'", [re.sub(r"([!%_])", r"!\1", prefix) + "%"]
+
 
 SQLITE = Dialect("sqlite", "BEGIN IMMEDIATE", "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
                  ddl_lock=False, by_rowid=True, older_files=True)

@@ -91,11 +91,14 @@ def third_person(sentence: str) -> str:
 
 def attribute(cands: "list[Candidate]", speaker: str) -> "list[Candidate]":
     """Facts about a named person: "User" becomes the name and ``user.*`` keys become ``<name>.*``, so one
-    person's change of mind never overwrites another person's fact (works for any extractor's output)."""
+    person's change of mind never overwrites another person's fact (works for any extractor's output). A
+    standing instruction (``procedural``) is left out: it is the user's to the assistant."""
     name = " ".join(speaker.split())
     ns = slug(name)
     out = []
     for c in cands:
+        if c.kind == "procedural":  # an instruction is the user's to the assistant: between people, it is advice
+            continue
         text = re.sub(r"\bthe user\b", name, c.text)
         text = re.sub(r"\bUser(?=\b)", name, text)
         key = c.key
@@ -291,11 +294,21 @@ def place_and_work(s: str, low: str) -> Iterator[Candidate]:
         yield Candidate(third_person(s), key=key, value=m.group(1), importance=0.85)
 
 
+# a standing instruction: a sentence that opens with "always" or "never" (after "please", "from now on" ...),
+# whatever its verb ("Always include version numbers when I ask about libraries."), or one that asks anywhere
+# to always or never answer, write, use ... ("I'd like you to always answer in French")
+INSTRUCTION = (re.compile(r"^(?:(?:please|and|also|so|from now on|going forward)\b[\s,]*)*(always|never)\s+"
+                          r"(?!(?:a|an|the|so|too|been|be|is|was|were|are|there|here|my|your|our|his|her|their|it|that|this|"
+                          r"good|great|nice|fun|happy|glad|welcome|more|better|worse)\b)([a-z]\w*)\b(.*)"),
+               re.compile(r"\b(?:please\s+)?(always|never)\s+(answer|reply|respond|write|use|give|show|explain)\b(.*)"))
+STANDING = "user.style."  # the key every standing instruction the rules find starts with (memkit/read/instructions.py)
+
+
 @rule
 def style(s: str, low: str) -> Iterator[Candidate]:
-    m = re.search(r"\b(?:please\s+)?(always|never)\s+(answer|reply|respond|write|use|give|show|explain)\b(.*)", low)
+    m = INSTRUCTION[0].search(low) or INSTRUCTION[1].search(low)
     if m:
-        yield Candidate("User asks: " + s.strip().rstrip(".!") + ".", kind="procedural", key=f"user.style.{slug(m.group(2) + m.group(3))[:30]}",
+        yield Candidate("User asks: " + s.strip().rstrip(".!") + ".", kind="procedural", key=f"{STANDING}{slug(m.group(2) + m.group(3))[:30]}",
                         value=m.group(1), importance=0.7, negated=m.group(1) == "never")
 
 

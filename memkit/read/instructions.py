@@ -1,0 +1,57 @@
+"""Standing instructions at read time: what each holds for (its condition), and the ones a question falls under.
+
+The rules keep "Always include version numbers when I ask about libraries." as a procedural fact keyed
+``user.style.*`` (``memkit/write/rules.py``); a read shows it first when the question is like its condition
+("libraries"), and the profile block leaves it out otherwise (``recall.fact_hits``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..models.embed import identity
+from ..store import FactStore
+from ..types import Fact, Hit
+
+# what a standing instruction holds for: the words after "when", "whenever" or "if" ("when I ask about X": X)
+CONDITION = re.compile(r"\b(?:when|whenever|if)\s+(?:(?:i|we)\s+(?:ask|talk|inquire|am asking|'m asking|am talking)"
+                       r"(?:\s+you)?(?:\s+(?:about|for|regarding|on))?\s+)?(.+)", re.I)
+
+
+def condition(instruction: str) -> str | None:
+    """What a standing instruction holds for ("User asks: Always include version numbers when I ask about
+    libraries." -> "libraries"), or None: it holds whatever the question."""
+    m = CONDITION.search(instruction)
+    return m.group(1).strip().rstrip(".!") or None if m else None
+
+
+def instruction_hits(store: FactStore, standing: Sequence[Fact], vector: Sequence[float] | None, floor: float,
+                     n: int) -> list[Hit]:
+    """Of the user's ``standing`` instructions, the ``n`` that hold for the question: those whose condition
+    ("when I ask about libraries": "libraries", ``rules.condition``) is most like it (cosine to the question's
+    ``vector``), at ``floor`` or above (``why="instruction"``; shown first, ``assemble.pack_memory``). An
+    instruction without a condition holds for every question: the profile block shows it."""
+    held = [(f, c) for f in standing if (c := condition(f.text))] if n and vector is not None else []
+    if not held:
+        return []
+    q = np.asarray(vector, dtype=float)
+    sims = {f.id: float(condition_vector(store.embedder, c) @ q / (np.linalg.norm(q) or 1.0)) for f, c in held}
+    best = sorted((f for f, _ in held if sims[f.id] >= floor), key=lambda f: -sims[f.id])[:n]
+    return [Hit(f, sims[f.id], sims[f.id], why="instruction") for f in best]
+
+
+_CONDITIONS: dict[tuple[str, str], Any] = {}  # (embedder, condition) -> its unit vector: a user's few, read after read
+
+
+def condition_vector(embedder: Any, text: str) -> Any:
+    """The unit vector of an instruction's condition, embedded once per process and embedder."""
+    key = (identity(embedder), text)
+    if key not in _CONDITIONS:
+        if len(_CONDITIONS) >= 4096:
+            _CONDITIONS.clear()
+        v = np.asarray(embedder([text])[0], dtype=float)
+        _CONDITIONS[key] = v / (np.linalg.norm(v) or 1.0)
+    return _CONDITIONS[key]
