@@ -256,8 +256,8 @@ class Context:
 
     def account(self) -> list[dict[str, Any]]:
         """One row per part: name, tokens, number of items, and why each item is there (``"dense #1 + lexical
-        #2"`` for a recalled item, ``"profile"`` for a profile fact, ``"summary"`` / ``"window"`` for the
-        session's own)."""
+        #2"`` for a recalled item, ``"profile"`` for a profile fact, ``"instruction"`` for a standing instruction
+        that holds for the question, ``"summary"`` / ``"window"`` for the session's own)."""
         default = {"summary": "summary", "turns": "window", "documents": "retriever"}
         return [{"part": p.name, "tokens": p.tokens, "items": len(p.items),
                  "why": [it.get("why", default.get(p.name, "")) for it in p.items]} for p in self.parts]

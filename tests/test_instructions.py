@@ -21,6 +21,8 @@ CHATTER = ["I'm working on a Flask app for my team.", "The demo went well, the c
     ("Please always confirm salary figures.", "user.style.confirm_salary_figures"),
     ("From now on, never use emojis in your answers.", "user.style.use_emojis_your_answers"),
     ("I'd like you to always answer in French.", "user.style.answer_french"),
+    ("Always be concise.", "user.style.be_concise"),
+    ("Always discuss trade-offs.", "user.style.discuss_trade_offs"),
 ])
 def test_a_standing_instruction_is_a_procedural_fact(text, key):
     [c] = X.extract(text, ("t1",))
@@ -29,7 +31,8 @@ def test_a_standing_instruction_is_a_procedural_fact(text, key):
 
 
 @pytest.mark.parametrize("text", ["Always a pleasure!", "Never been better.", "I always go running on Sundays.",
-                                  "Do you always answer like that?", "Always?"])
+                                  "Do you always answer like that?", "Always?", "Never mind.", "Never thought so.",
+                                  "Always wanted to see Japan.", "Always works for me."])
 def test_what_is_not_a_standing_instruction(text):
     assert not [c for c in X.extract(text) if c.kind == "procedural"]
 

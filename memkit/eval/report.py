@@ -117,7 +117,7 @@ def options_section(csv: Path, title: str) -> str:
         by_type = pd.read_csv(types)
         for b in budgets:
             got = by_type[by_type["budget"] == b].pivot(index="variant", columns="type", values="evidence_recall")
-            got = got.reindex([v for v in table["variant"].unique() if v in got.index])
+            got = got.reindex([v for v in table["variant"].unique() if v in got.index]).dropna(axis=1, how="all")
             out += [f"By question type at {b:,} tokens (evidence recall; file `{types.as_posix()}`):", "",
                     _table(["variant", *got.columns], [[v, *(f"{x:.2f}" for x in r)] for v, r in got.iterrows()]), ""]
     return "\n".join(out)

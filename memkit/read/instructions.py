@@ -1,13 +1,12 @@
-"""Standing instructions at read time: what each holds for (its condition), and the ones a question falls under.
+"""Standing instructions at read time: the ones a question falls under.
 
 The rules keep "Always include version numbers when I ask about libraries." as a procedural fact keyed
-``user.style.*`` (``memkit/write/rules.py``); a read shows it first when the question is like its condition
-("libraries"), and the profile block leaves it out otherwise (``recall.fact_hits``).
+``user.style.*`` (``memkit/write/instructions.py``); a read shows it first when the question is like its
+condition ("libraries"), and the profile block leaves it out otherwise (``recall.fact_hits``).
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any, Sequence
 
 import numpy as np
@@ -15,18 +14,7 @@ import numpy as np
 from ..models.embed import identity
 from ..store import FactStore
 from ..types import Fact, Hit
-
-# what a standing instruction holds for: the words after "when", "whenever" or "if" ("when I ask about X": X)
-CONDITION = re.compile(r"\b(?:when|whenever|if)\s+(?:(?:i|we)\s+(?:ask|talk|inquire|am asking|'m asking|am talking)"
-                       r"(?:\s+you)?(?:\s+(?:about|for|regarding|on))?\s+)?(.+)", re.I)
-
-
-def condition(instruction: str) -> str | None:
-    """What a standing instruction holds for ("User asks: Always include version numbers when I ask about
-    libraries." -> "libraries"), or None: it holds whatever the question."""
-    m = CONDITION.search(instruction)
-    return m.group(1).strip().rstrip(".!") or None if m else None
-
+from ..write.instructions import condition
 
 def instruction_hits(store: FactStore, standing: Sequence[Fact], vector: Sequence[float] | None, floor: float,
                      n: int) -> list[Hit]:

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Sequence
 
 from . import passages
 from .budget import BudgetPlan, profile_rows
-from .instructions import condition, instruction_hits
-from ..write.rules import STANDING, slug
+from .instructions import instruction_hits
+from ..write.instructions import STANDING, condition
+from ..write.rules import slug
 from ..store import FactStore
 from ..store.base import episode_items
 from .subject import ROLES, USER, Subject, name_words, named, named_all, without_words
@@ -302,8 +303,9 @@ def fact_hits(store: FactStore, policy: "Policy", user_id: str, query: str, dens
               fused: list[tuple[str, float, dict[str, int]]] | None = None,
               vector: Sequence[float] | None = None) -> list[Hit]:
     """The user's facts for ``query``: the standing instructions that hold for it (``instruction_hits``, by the
-    query's ``vector``), the top ``k`` by fused rank (``fused``: ranked already, with the episodes), resolved by ``policy`` when it
-    resolves conflicts at read time, then the profile block's facts (``why="profile"``), most important first."""
+    query's ``vector``), the top ``k`` by fused rank (``fused``: ranked already, with the episodes), resolved
+    by ``policy`` when it resolves conflicts at read time, then the profile block's facts (``why="profile"``),
+    most important first."""
     resolves = policy.resolves_at_read
     # a policy that resolves at write time has one current fact per key: the first k recalled are the k shown
     page = None if resolves else k

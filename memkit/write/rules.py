@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import Callable, Iterator
 
 from .. import registry
+from .instructions import STANDING, instruction
 from ..types import Candidate
 
 LANGUAGES = {"python": "Python", "go": "Go", "golang": "Go", "rust": "Rust", "java": "Java",
@@ -294,19 +295,9 @@ def place_and_work(s: str, low: str) -> Iterator[Candidate]:
         yield Candidate(third_person(s), key=key, value=m.group(1), importance=0.85)
 
 
-# a standing instruction: a sentence that opens with "always" or "never" (after "please", "from now on" ...),
-# whatever its verb ("Always include version numbers when I ask about libraries."), or one that asks anywhere
-# to always or never answer, write, use ... ("I'd like you to always answer in French")
-INSTRUCTION = (re.compile(r"^(?:(?:please|and|also|so|from now on|going forward)\b[\s,]*)*(always|never)\s+"
-                          r"(?!(?:a|an|the|so|too|been|be|is|was|were|are|there|here|my|your|our|his|her|their|it|that|this|"
-                          r"good|great|nice|fun|happy|glad|welcome|more|better|worse)\b)([a-z]\w*)\b(.*)"),
-               re.compile(r"\b(?:please\s+)?(always|never)\s+(answer|reply|respond|write|use|give|show|explain)\b(.*)"))
-STANDING = "user.style."  # the key every standing instruction the rules find starts with (memkit/read/instructions.py)
-
-
 @rule
 def style(s: str, low: str) -> Iterator[Candidate]:
-    m = INSTRUCTION[0].search(low) or INSTRUCTION[1].search(low)
+    m = instruction(low)
     if m:
         yield Candidate("User asks: " + s.strip().rstrip(".!") + ".", kind="procedural", key=f"{STANDING}{slug(m.group(2) + m.group(3))[:30]}",
                         value=m.group(1), importance=0.7, negated=m.group(1) == "never")
