@@ -8,7 +8,7 @@ from memkit.read.recall import RecallOptions
 
 X = RuleExtractor()
 
-INSTRUCTIONS = ["Always include version numbers when I ask about software libraries.",
+INSTRUCTIONS = ["Always quote prices in euros when I ask about hotels.",
                 "Always format dates as Month Day, Year when I ask about deadlines.",
                 "Never use tables when I ask about recipes."]
 CHATTER = ["I'm working on a Flask app for my team.", "The demo went well, the client liked the charts.",
@@ -17,7 +17,7 @@ CHATTER = ["I'm working on a Flask app for my team.", "The demo went well, the c
 
 
 @pytest.mark.parametrize("text,key", [
-    (INSTRUCTIONS[0], "user.style.include_version_numbers_when_i"),
+    (INSTRUCTIONS[0], "user.style.quote_prices_euros_when_i_ask_"),
     ("Please always confirm salary figures.", "user.style.confirm_salary_figures"),
     ("From now on, never use emojis in your answers.", "user.style.use_emojis_your_answers"),
     ("I'd like you to always answer in French.", "user.style.answer_french"),
@@ -56,7 +56,7 @@ def _instructions(ctx):
     return [i["text"] for i in ctx.parts[0].items if i["why"] == "instruction"]
 
 
-@pytest.mark.parametrize("question,instruction", [("Which libraries does the Flask app use?", INSTRUCTIONS[0]),
+@pytest.mark.parametrize("question,instruction", [("Which hotel should we book in Lisbon?", INSTRUCTIONS[0]),
                                                   ("When is the final deadline for the report?", INSTRUCTIONS[1])])
 def test_a_read_shows_the_instruction_a_question_falls_under_first(embedder, question, instruction):
     ctx = _user(embedder).context("u", "q", question, budget=200)
@@ -67,14 +67,14 @@ def test_a_read_shows_the_instruction_a_question_falls_under_first(embedder, que
 
 
 def test_how_many_instructions_a_read_shows_is_an_option(embedder):
-    question = "Which libraries does the Flask app use?"
+    question = "Which hotel should we book in Lisbon?"
     assert _instructions(_user(embedder, recall=RecallOptions(instructions=0)).context("u", "q", question, 200)) == []
     two = _instructions(_user(embedder, recall=RecallOptions(instructions=2)).context("u", "q", question, 200))
     assert two[0] == f"User asks: {INSTRUCTIONS[0]}" and len(two) <= 2
 
 
 def test_an_instruction_below_the_floor_is_not_shown(embedder):
-    ctx = _user(embedder, min_score=0.99).context("u", "q", "Which libraries does the Flask app use?", budget=200)
+    ctx = _user(embedder, min_score=0.99).context("u", "q", "Which hotel should we book in Lisbon?", budget=200)
     assert _instructions(ctx) == []
 
 

@@ -1,8 +1,8 @@
 """Standing instructions at read time: the ones a question falls under.
 
-The rules keep "Always include version numbers when I ask about libraries." as a procedural fact keyed
+The rules keep "Always quote prices in euros when I ask about hotels." as a procedural fact keyed
 ``user.style.*`` (``memkit/write/instructions.py``); a read shows it first when the question is like its
-condition ("libraries"), and the profile block leaves it out otherwise (``recall.fact_hits``).
+condition ("hotels"), and the profile block leaves it out otherwise (``recall.fact_hits``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from ..write.instructions import condition
 def instruction_hits(store: FactStore, standing: Sequence[Fact], vector: Sequence[float] | None, floor: float,
                      n: int) -> list[Hit]:
     """Of the user's ``standing`` instructions, the ``n`` that hold for the question: those whose condition
-    ("when I ask about libraries": "libraries", ``rules.condition``) is most like it (cosine to the question's
+    ("when I ask about hotels": "hotels", ``instructions.condition``) is most like it (cosine to the question's
     ``vector``), at ``floor`` or above (``why="instruction"``; shown first, ``assemble.pack_memory``). An
     instruction without a condition holds for every question: the profile block shows it."""
     held = [(f, c) for f in standing if (c := condition(f.text))] if n and vector is not None else []

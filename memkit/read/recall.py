@@ -53,7 +53,7 @@ class RecallOptions:
     # a name spelt another way in the question ("Muhammad" for Muhhamed) names that person too (subject.spelt_like;
     # docs/decisions.md, "A name spelt another way")
     name_variants: bool = True
-    # the user's standing instructions ("Always include version numbers when I ask about libraries.") most like
+    # the user's standing instructions ("Always quote prices in euros when I ask about hotels.") most like
     # the question, shown first among the facts, at most this many (docs/decisions.md, "Standing instructions")
     instructions: int = INSTRUCTIONS
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 # a standing instruction: a sentence that opens with "always" or "never" (after "please", "from now on" ...) and a
-# verb ("Always include version numbers when I ask about libraries."), or one that asks anywhere to always or
+# verb ("Always quote prices in euros when I ask about hotels."), or one that asks anywhere to always or
 # never answer, write, use ... ("I'd like you to always answer in French")
 INSTRUCTION = (re.compile(r"^(?:(?:please|and|also|so|from now on|going forward)\b[\s,]*)*(always|never)\s+([a-z]+)\b(.*)"),
                re.compile(r"\b(?:please\s+)?(always|never)\s+(answer|reply|respond|write|use|give|show|explain)\b(.*)"))
@@ -38,7 +38,7 @@ CONDITION = re.compile(r"\b(?:when|whenever|if)\s+(?:(?:i|we)\s+(?:ask|talk|inqu
 
 
 def condition(instruction: str) -> str | None:
-    """What a standing instruction holds for ("User asks: Always include version numbers when I ask about
-    libraries." -> "libraries"), or None: it holds whatever the question."""
+    """What a standing instruction holds for ("User asks: Always quote prices in euros when I ask about
+    hotels." -> "hotels"), or None: it holds whatever the question."""
     m = CONDITION.search(instruction)
     return m.group(1).strip().rstrip(".!") or None if m else None
