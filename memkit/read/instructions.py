@@ -16,6 +16,7 @@ from ..store import FactStore
 from ..types import Fact, Hit
 from ..write.instructions import condition
 
+
 def instruction_hits(store: FactStore, standing: Sequence[Fact], vector: Sequence[float] | None, floor: float,
                      n: int) -> list[Hit]:
     """Of the user's ``standing`` instructions, the ``n`` that hold for the question: those whose condition
@@ -26,7 +27,8 @@ def instruction_hits(store: FactStore, standing: Sequence[Fact], vector: Sequenc
     if not held:
         return []
     q = np.asarray(vector, dtype=float)
-    sims = {f.id: float(condition_vector(store.embedder, c) @ q / (np.linalg.norm(q) or 1.0)) for f, c in held}
+    q = q / (np.linalg.norm(q) or 1.0)
+    sims = {f.id: float(condition_vector(store.embedder, c) @ q) for f, c in held}
     best = sorted((f for f, _ in held if sims[f.id] >= floor), key=lambda f: -sims[f.id])[:n]
     return [Hit(f, sims[f.id], sims[f.id], why="instruction") for f in best]
 
@@ -37,9 +39,10 @@ _CONDITIONS: dict[tuple[str, str], Any] = {}  # (embedder, condition) -> its uni
 def condition_vector(embedder: Any, text: str) -> Any:
     """The unit vector of an instruction's condition, embedded once per process and embedder."""
     key = (identity(embedder), text)
-    if key not in _CONDITIONS:
+    v = _CONDITIONS.get(key)  # one lookup: another reader may clear the memo meanwhile
+    if v is None:
         if len(_CONDITIONS) >= 4096:
             _CONDITIONS.clear()
         v = np.asarray(embedder([text])[0], dtype=float)
-        _CONDITIONS[key] = v / (np.linalg.norm(v) or 1.0)
-    return _CONDITIONS[key]
+        v = _CONDITIONS[key] = v / (np.linalg.norm(v) or 1.0)
+    return v
