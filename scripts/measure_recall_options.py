@@ -93,6 +93,10 @@ VARIANTS: dict[str, tuple[str, dict]] = {
     # the user's standing instructions most like the question shown first (recall.instruction_hits): none, two
     "two-layer, no standing instructions shown first": ("two-layer:keyed", {"recall": RecallOptions(instructions=0)}),
     "two-layer, 2 standing instructions": ("two-layer:keyed", {"recall": RecallOptions(instructions=2)}),
+    # the user's own turns in a user-assistant memory (recall.USER_WEIGHT, 3 by default): their ranking's weight 1, 2, 5
+    "two-layer, user weight 1": ("two-layer:keyed", {"recall": RecallOptions(weights=(("lexical", 1.0), ("dense", 1.0), ("user", 1.0)))}),
+    "two-layer, user weight 2": ("two-layer:keyed", {"recall": RecallOptions(weights=(("lexical", 1.0), ("dense", 1.0), ("user", 2.0)))}),
+    "two-layer, user weight 5": ("two-layer:keyed", {"recall": RecallOptions(weights=(("lexical", 1.0), ("dense", 1.0), ("user", 5.0)))}),
     "two-layer, profile 0, rrf k=2": ("two-layer:keyed", {"profile_tokens": 0, "recall": RecallOptions(rrf_k=2)}),
     # the whole memory in PostgreSQL (pgvector, and BM25 written in SQL in place of tantivy; the ts_rank_cd
     # variants measured before it are in CHANGELOG.md, 0.2.0, from this script)

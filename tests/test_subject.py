@@ -3,7 +3,7 @@
 import pytest
 
 from memkit import FactStore, Memory, ReadOptions
-from memkit.read.recall import RecallOptions
+from memkit.read.recall import USER_WEIGHT, RecallOptions
 import numpy as np
 
 from memkit.read.subject import Subject, named, named_all, without_words
@@ -38,6 +38,27 @@ def test_a_first_person_question_to_a_user_assistant_memory_is_about_the_user():
     assert named("What quota did I set for my app?", ["assistant", "user"]) == Subject("user", "I")
     assert named("我喜欢什么?", ["user", "assistant"]) == Subject("user", "我")
     assert named("What quota did the team set?", ["assistant", "user"]) is None
+    assert named("Can you tell me what I set?", ["assistant", "user"]) == Subject("user", "me")  # a request
+
+
+@pytest.mark.parametrize("query,expected", [
+    ("What did you recommend for my resume?", Subject("assistant", "you recommend")),
+    ("Which tools have you suggested so far?", Subject("assistant", "you suggested")),
+    ("Remind me of the steps you outlined for my thesis.", Subject("assistant", "you outlined")),
+    ("How did you explicitly advise me to pace my runs?", Subject("assistant", "you explicitly advise")),
+    ("Could you tell me what I planned?", Subject("user", "me")),  # a request put to the assistant
+    ("What did I tell you about my sister?", Subject("user", "I")),
+])
+def test_a_question_about_what_the_assistant_said_is_about_the_assistant(query, expected):
+    assert named(query, ["assistant", "user"]) == expected
+    assert named(query, ["assistant", "Ana"]) is None  # a named person's memory: no unnamed user to tell apart
+
+
+def test_the_users_own_turns_have_a_ranking_of_their_own_with_its_weight():
+    assert Subject("user", "my").ranking == "user" and Subject("assistant", "you said").ranking == "assistant"
+    assert Subject("Ines Duarte", "Kate").ranking == "subject"
+    assert RecallOptions().weight("user") == USER_WEIGHT and RecallOptions().weight("subject") == 1.0
+    assert RecallOptions(weights=(("user", 1.0),)).weight("user") == 1.0
     assert named("What did I tell Ana?", ["Ana", "Bo"]) == Subject("Ana", "Ana")  # named people: no first person
     assert Subject("user", "my").describe() == 'the question is in the first person ("my"): the user\'s turns ranked up'
 
@@ -50,8 +71,13 @@ def test_a_read_of_a_user_assistant_memory_ranks_the_users_turns_up_for_my(embed
     m.end_session("u", "s1")
     ctx = m.context("u", "q", "How fast is my dashboard API?", budget=300)
     first = [i for i in ctx.parts[1].items if i["rank"] == 1][0]
-    assert first["text"].startswith("user: The dashboard API") and "subject #1" in first["why"]
+    assert first["text"].startswith("user: The dashboard API") and "user #1" in first["why"]
     assert any("first person" in n for n in ctx.notes)
+    # what the assistant said: its turns rank up
+    ctx = m.context("u", "q", "What did you say was typical for my dashboard API?", budget=300)
+    first = [i for i in ctx.parts[1].items if i["rank"] == 1][0]
+    assert first["text"].startswith("assistant: Great") and "assistant #1" in first["why"]
+    assert any("what the assistant said" in n for n in ctx.notes)
 
 
 def test_the_alias_is_said_as_it_was_named():

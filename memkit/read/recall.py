@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 
 CHANNELS = ("lexical", "dense")
 RRF_K = 10  # reciprocal rank fusion constant: 60 in Cormack et al. 2009; 10 (docs/decisions.md, "Reciprocal rank fusion constant")
+# the user's own turns, for a first-person question to a user–assistant memory: their ranking's weight in the
+# fusion (docs/decisions.md, "The user's own turns")
+USER_WEIGHT = 3.0
 INSTRUCTIONS = 1  # standing instructions shown first (docs/decisions.md, "Standing instructions")
 DEPTH = 50  # candidates read from each channel before fusion (docs/decisions.md, "Candidates per channel")
 
@@ -66,7 +69,9 @@ class RecallOptions:
             raise ValueError(f"unknown recall channels {sorted(unknown)}; choose from {CHANNELS}")
 
     def weight(self, channel: str) -> float:
-        return dict(self.weights).get(channel, 1.0)
+        """A ranking's weight in the fusion: as ``weights`` gives it, else ``USER_WEIGHT`` for the user's own
+        turns (``subject.Subject.ranking``), else 1."""
+        return dict(self.weights).get(channel, USER_WEIGHT if channel == USER else 1.0)
 
 
 def fuse(rankings: dict[str, Sequence[str]], options: RecallOptions) -> list[tuple[str, float, dict[str, int]]]:
@@ -383,10 +388,10 @@ def recall(store: FactStore, policy: "Policy", user_id: str, session_id: str, qu
         about = {f"e:{i}" for i, _ in scored["subject"]}
         if scored_facts:
             about |= {f"f:{i}" for i in _facts_about(store, user_id, subject, scored_facts, options)}
-        ranked["subject"] = [key for key, _, _ in fuse(ranked, options) if key in about]
+        ranked[subject.ranking] = [key for key, _, _ in fuse(ranked, options) if key in about]
     fused = fuse(ranked, options)
     # the profile block is the user's: a question that names people (one or several) gets their facts by recall
-    profile = 0 if people or (subject is not None and subject.speaker != USER) else plan.profile
+    profile = 0 if people or (subject is not None and subject.ranking == "subject") else plan.profile
     shown = fact_hits(store, policy, user_id, query, dense.get("facts"), k, floor, profile, options,
                       fused=[(key[2:], s, r) for key, s, r in fused if key[0] == "f"],
                       vector=vectors.get(dense_query)) if facts else []

@@ -19,11 +19,17 @@ from ..store.lexicon import STOPWORDS  # the words a question asks with: never a
 
 ROLES = frozenset({"user", "assistant", "system", "tool"})  # speakers that are roles, not people: never named
 USER = "user"  # the speaker of a user's own turns when they are not named (Memory.observe without speaker=)
+ASSISTANT = "assistant"  # the speaker of an assistant's turns when they are not named
 _WORD = re.compile(r"\w+", re.UNICODE)
 # a capitalised word of a question this alike to a word of a name (Jaro-Winkler, lowercased), with the same
 # Soundex code, names that person (docs/decisions.md, "A name spelt another way")
 NAME_LIKENESS = 0.85
 _FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|me|my|mine|myself)\b|我", re.IGNORECASE)
+# a question about what the assistant said ("What did you recommend for my resume?", "the plan you suggested"),
+# not a request put to it ("Can you tell me ..."): the assistant's turns rank up, not the user's
+_ASSISTANT_SAID = re.compile(r"(?<!\bcan )(?<!\bcould )(?<!\bwould )(?<!\bwill )\byou\s+(?:\w+\s+)?"
+                             r"(recommend|suggest|advise|say|said|tell|told|mention|propos|explain|gave|give|"
+                             r"provid|list|shar|outlin|describ|walk)\w*", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -33,10 +39,18 @@ class Subject:
     speaker: str
     word: str
 
+    @property
+    def ranking(self) -> str:
+        """The name of the ranking of this person's turns in the fusion (``RecallOptions.weights``): ``user``
+        or ``assistant`` for the unnamed roles of a user–assistant memory, ``subject`` for a named person."""
+        return self.speaker if self.speaker in (USER, ASSISTANT) else "subject"
+
     def describe(self) -> str:
         """How the read used it, for the context's account."""
         if self.speaker == USER:
             return f'the question is in the first person ("{self.word}"): the user\'s turns ranked up'
+        if self.speaker == ASSISTANT:
+            return f'the question asks what the assistant said ("{self.word}"): the assistant\'s turns ranked up'
         via = "" if self.word.lower() in name_words(self.speaker) else f' (as "{self.word}")'
         return f"the question names {self.speaker}{via}: their turns ranked up"
 
@@ -67,9 +81,14 @@ def named(query: str, speakers: Iterable[str], aliases: Mapping[str, str] | None
           variants: bool = True) -> Subject | None:
     """The one person of ``speakers`` that ``query`` names, by a word of their name or by an alias
     (``{alias: speaker}``), or (with ``variants``) by a spelling of either (``spelt_like``); else, when
-    ``speakers`` holds the unnamed user and the question is in the first person, the user; None when it
-    names none, several, or only roles."""
+    ``speakers`` holds the unnamed user and the question is in the first person, the user, unless it asks what
+    the unnamed assistant said ("What did you recommend?"): then the assistant; None when it names none,
+    several, or only roles."""
     found = named_all(query, speakers, aliases, variants)
+    if not found and ASSISTANT in speakers and USER in speakers:
+        said = _ASSISTANT_SAID.search(query)
+        if said:
+            return Subject(ASSISTANT, said.group(0))
     if not found and USER in speakers:
         first = _FIRST_PERSON.search(query)
         return Subject(USER, first.group(0)) if first else None
