@@ -57,6 +57,8 @@ SECTIONS = [
     ("options", RESULTS / "options" / "beam-dev-weights.csv", "Channel weights tried on the BEAM dev split"),
     ("options", RESULTS / "options" / "beam-dev-instructions.csv",
      "Standing instructions shown first: BEAM dev split (the rows without are the new rules' facts alone)"),
+    ("options", RESULTS / "options" / "beam-dev-user.csv",
+     "The user's own turns: BEAM dev split (weight of the user's ranking; the defaults row is 3)"),
     ("options", RESULTS / "options" / "realtalk-confirm.csv",
      "This version's read changes on the REALTALK confirm split (reported, never chosen on)"),
     ("options", RESULTS / "experiments" / "realtalk-dev.csv",
