@@ -30,14 +30,20 @@ def test_everyone_a_question_names():
 
 
 def test_roles_are_not_people():
-    assert named("What did the user say to the assistant?", ["user", "assistant"]) is None
+    assert named_all("What did the user say to the assistant?", ["user", "assistant"]) == {}
+    # named by no one's name, the question is still the user's in a user–assistant memory
+    assert named("What did the user say to the assistant?", ["user", "assistant"]) == Subject("user", "")
     assert named("What did the assistant suggest to Ana?", ["assistant", "Ana"]) == Subject("Ana", "Ana")
 
 
 def test_a_first_person_question_to_a_user_assistant_memory_is_about_the_user():
     assert named("What quota did I set for my app?", ["assistant", "user"]) == Subject("user", "I")
     assert named("我喜欢什么?", ["user", "assistant"]) == Subject("user", "我")
-    assert named("What quota did the team set?", ["assistant", "user"]) is None
+    # a question that names no one: the user's, in a user–assistant memory (not with first_person_only)
+    assert named("What quota did the team set?", ["assistant", "user"]) == Subject("user", "")
+    assert named("What quota did the team set?", ["assistant", "user"], first_person_only=True) is None
+    assert named("What quota did the team set?", ["user"]) is None  # no assistant: not a user–assistant memory
+    assert Subject("user", "").describe().startswith("the question names no one")
     assert named("Can you tell me what I set?", ["assistant", "user"]) == Subject("user", "me")  # a request
 
 

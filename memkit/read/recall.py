@@ -26,9 +26,7 @@ if TYPE_CHECKING:
 
 CHANNELS = ("lexical", "dense")
 RRF_K = 10  # reciprocal rank fusion constant: 60 in Cormack et al. 2009; 10 (docs/decisions.md, "Reciprocal rank fusion constant")
-# the user's own turns, for a first-person question to a user–assistant memory: their ranking's weight in the
-# fusion (docs/decisions.md, "The user's own turns")
-USER_WEIGHT = 3.0
+USER_WEIGHT = 3.0  # the user's own turns' ranking in a user–assistant memory (docs/decisions.md, "The user's own turns")
 INSTRUCTIONS = 1  # standing instructions shown first (docs/decisions.md, "Standing instructions")
 DEPTH = 50  # candidates read from each channel before fusion (docs/decisions.md, "Candidates per channel")
 
@@ -38,8 +36,7 @@ class RecallOptions:
     """Which channels to use, their weight in the fusion, and how deep to read each one.
 
     ``floor`` drops dense hits of *facts* below that similarity (a fact found lexically needs no floor).
-    Episodes have no floor: they compete on fused rank for the budget.
-    """
+    Episodes have no floor: they compete on fused rank for the budget."""
 
     channels: tuple[str, ...] = CHANNELS
     weights: tuple[tuple[str, float], ...] = (("lexical", 1.0), ("dense", 1.0))
@@ -59,6 +56,9 @@ class RecallOptions:
     # the user's standing instructions ("Always quote prices in euros when I ask about hotels.") most like
     # the question, shown first among the facts, at most this many (docs/decisions.md, "Standing instructions")
     instructions: int = INSTRUCTIONS
+    # True: only a first-person question to a user–assistant memory ranks the user's turns up, not any that names
+    # no one (docs/decisions.md, "The user's own turns")
+    first_person_only: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.instructions, int) or isinstance(self.instructions, bool) or self.instructions < 0:
@@ -157,7 +157,8 @@ def _scored_episodes(store: FactStore, user_id: str, query: str,
     def people(speakers: set[str]) -> tuple[Subject | None, dict[str, str]]:
         key = frozenset(speakers)
         if key not in people_of:
-            people_of[key] = _people(store, user_id, query, speakers, options.name_variants)
+            people_of[key] = _people(store, user_id, query, speakers, options.name_variants,
+                                     options.first_person_only)
         return people_of[key]
 
     named_people = people(set(said.values()))[1] if said else {}
@@ -200,14 +201,13 @@ def _facts_about(store: FactStore, user_id: str, subject: Subject, scored: dict[
 
 
 def _people(store: FactStore, user_id: str, query: str, speakers: set[str],
-            variants: bool = True) -> tuple[Subject | None, dict[str, str]]:
+            variants: bool = True, first_person_only: bool = False) -> tuple[Subject | None, dict[str, str]]:
     """The one person of ``speakers`` the question is about, by name or by the name their ``<person>.name``
-    fact gives ("I'm Kate": ``emi.name`` = Kate), or a spelling of either (``variants``), or the user of a
-    first-person question to a user–assistant memory; and everyone of ``speakers`` it names
-    (``subject.named_all``)."""
+    fact gives ("I'm Kate": ``emi.name`` = Kate), or a spelling of either (``variants``), or in a user–assistant
+    memory the user or the assistant (``subject.named``); and everyone of ``speakers`` it names (``named_all``)."""
     people = sorted(s for s in speakers if s.lower() not in ROLES)
     if not people:
-        return named(query, sorted(speakers)), {}  # a user-assistant memory: a first-person question is the user's
+        return named(query, sorted(speakers), first_person_only=first_person_only), {}  # a user-assistant memory
     keys = {f"{slug(p)}.name": p for p in people}
     aliases = {f.value: keys[f.key] for f in store.profile(user_id, keys=sorted(keys)) if f.value and f.key in keys}
     return named(query, people, aliases, variants), named_all(query, people, aliases, variants)

@@ -47,6 +47,8 @@ class Subject:
 
     def describe(self) -> str:
         """How the read used it, for the context's account."""
+        if self.speaker == USER and not self.word:
+            return "the question names no one, and this memory is a user's with an assistant: the user's turns ranked up"
         if self.speaker == USER:
             return f'the question is in the first person ("{self.word}"): the user\'s turns ranked up'
         if self.speaker == ASSISTANT:
@@ -78,12 +80,13 @@ def without_words(query: str, words: set[str]) -> str:
 
 
 def named(query: str, speakers: Iterable[str], aliases: Mapping[str, str] | None = None,
-          variants: bool = True) -> Subject | None:
+          variants: bool = True, first_person_only: bool = False) -> Subject | None:
     """The one person of ``speakers`` that ``query`` names, by a word of their name or by an alias
     (``{alias: speaker}``), or (with ``variants``) by a spelling of either (``spelt_like``); else, when
-    ``speakers`` holds the unnamed user and the question is in the first person, the user, unless it asks what
-    the unnamed assistant said ("What did you recommend?"): then the assistant; None when it names none,
-    several, or only roles."""
+    ``speakers`` holds the unnamed user, the user when the question is in the first person or (unless
+    ``first_person_only``) when the unnamed assistant is there too, a user–assistant memory, whose questions
+    are the user's ("What is the dashboard API's response time?"); but a question about what the assistant
+    said ("What did you recommend?") names the assistant. None when it names none, several, or only roles."""
     found = named_all(query, speakers, aliases, variants)
     if not found and ASSISTANT in speakers and USER in speakers:
         said = _ASSISTANT_SAID.search(query)
@@ -91,7 +94,9 @@ def named(query: str, speakers: Iterable[str], aliases: Mapping[str, str] | None
             return Subject(ASSISTANT, said.group(0))
     if not found and USER in speakers:
         first = _FIRST_PERSON.search(query)
-        return Subject(USER, first.group(0)) if first else None
+        if first:
+            return Subject(USER, first.group(0))
+        return Subject(USER, "") if ASSISTANT in speakers and not first_person_only else None
     if len(found) != 1:
         return None
     ((speaker, word),) = found.items()
