@@ -2,9 +2,10 @@
 the read found, by a word of their name or by a name they gave themselves (a ``<person>.name`` fact, "I'm
 Kate"), or by a spelling of their name that sounds and reads alike ("Muhammad" for Muhhamed:
 ``spelt_like``), that person's turns rank up (``recall.recall_episodes``): in real two-person chats nearly every
-evidence turn of a question about one person is that person's own. A question in the first person ("my
-app", "what did I say") put to a user–assistant memory is about the user: the user's turns rank up
-(docs/decisions.md). Pure functions of the question, the speakers and their aliases.
+evidence turn of a question about one person is that person's own. A question put to a user–assistant
+memory that names no one ("my app", "what did I say", "the dashboard's response time") is the user's: the
+user's turns rank up; one about what the assistant said ("what did you recommend") ranks the assistant's up
+(docs/decisions.md, "The user's own turns"). Pure functions of the question, the speakers and their aliases.
 """
 
 from __future__ import annotations
