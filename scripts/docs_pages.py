@@ -61,6 +61,8 @@ SECTIONS = [
      "The user's own turns: BEAM dev split (weight of the user's ranking; the defaults row is 3; at cc5963d, first-person questions only)"),
     ("options", RESULTS / "options" / "beam-dev-unnamed.csv",
      "A question that names no one: BEAM dev split (the user's, or only a first-person one)"),
+    ("options", RESULTS / "options" / "realtalk-dev-time.csv",
+     "The question's time at another weight: REALTALK dev split (no change: weight 1 kept)"),
     ("options", RESULTS / "options" / "realtalk-confirm.csv",
      "This version's read changes on the REALTALK confirm split (reported, never chosen on)"),
     ("options", RESULTS / "experiments" / "realtalk-dev.csv",

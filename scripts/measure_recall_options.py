@@ -97,6 +97,9 @@ VARIANTS: dict[str, tuple[str, dict]] = {
     "two-layer, user weight 1": ("two-layer:keyed", {"recall": RecallOptions(weights=(("lexical", 1.0), ("dense", 1.0), ("user", 1.0)))}),
     "two-layer, user weight 2": ("two-layer:keyed", {"recall": RecallOptions(weights=(("lexical", 1.0), ("dense", 1.0), ("user", 2.0)))}),
     "two-layer, user weight 5": ("two-layer:keyed", {"recall": RecallOptions(weights=(("lexical", 1.0), ("dense", 1.0), ("user", 5.0)))}),
+    # the question's time ranking (memkit/read/timeframe.py) at another weight than 1
+    "two-layer, time weight 0.5": ("two-layer:keyed", {"recall": RecallOptions(weights=(("lexical", 1.0), ("dense", 1.0), ("time", 0.5)))}),
+    "two-layer, time weight 2": ("two-layer:keyed", {"recall": RecallOptions(weights=(("lexical", 1.0), ("dense", 1.0), ("time", 2.0)))}),
     # only a first-person question names the user of a user-assistant memory (RecallOptions.first_person_only)
     "two-layer, first-person questions only": ("two-layer:keyed", {"recall": RecallOptions(first_person_only=True)}),
     "two-layer, profile 0, rrf k=2": ("two-layer:keyed", {"profile_tokens": 0, "recall": RecallOptions(rrf_k=2)}),
