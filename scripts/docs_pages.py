@@ -60,7 +60,7 @@ SECTIONS = [
     ("options", RESULTS / "options" / "beam-dev-user.csv",
      "The user's own turns: BEAM dev split (weight of the user's ranking; the defaults row is 3; at cc5963d, first-person questions only)"),
     ("options", RESULTS / "options" / "beam-dev-unnamed.csv",
-     "A question that names no one: BEAM dev split (the user's, or only a first-person one)"),
+     "A question that names no one: BEAM dev split (the user's, or only a first-person one; at b3c3306)"),
     ("options", RESULTS / "options" / "realtalk-dev-time.csv",
      "The question's time at another weight: REALTALK dev split (no change: weight 1 kept)"),
     ("options", RESULTS / "options" / "realtalk-confirm.csv",

@@ -53,6 +53,7 @@ def test_a_first_person_question_to_a_user_assistant_memory_is_about_the_user():
     ("Remind me of the steps you outlined for my thesis.", Subject("assistant", "you outlined")),
     ("How did you explicitly advise me to pace my runs?", Subject("assistant", "you explicitly advise")),
     ("Could you tell me what I planned?", Subject("user", "me")),  # a request put to the assistant
+    ("What do you suggest for my trip?", Subject("user", "my")),  # advice asked for now, not what was said
     ("What did I tell you about my sister?", Subject("user", "I")),
 ])
 def test_a_question_about_what_the_assistant_said_is_about_the_assistant(query, expected):

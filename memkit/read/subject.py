@@ -27,8 +27,9 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 NAME_LIKENESS = 0.85
 _FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|me|my|mine|myself)\b|我", re.IGNORECASE)
 # a question about what the assistant said ("What did you recommend for my resume?", "the plan you suggested"),
-# not a request put to it ("Can you tell me ..."): the assistant's turns rank up, not the user's
-_ASSISTANT_SAID = re.compile(r"(?<!\bcan )(?<!\bcould )(?<!\bwould )(?<!\bwill )\byou\s+(?:\w+\s+)?"
+# not a request put to it ("Can you tell me ...", "What do you suggest now?"): the assistant's turns rank up
+_ASSISTANT_SAID = re.compile(r"(?<!\bcan )(?<!\bcould )(?<!\bwould )(?<!\bwill )(?<!\bdo )(?<!\bshould )"
+                             r"\byou\s+(?:\w+\s+)?"
                              r"(recommend|suggest|advise|say|said|tell|told|mention|propos|explain|gave|give|"
                              r"provid|list|shar|outlin|describ|walk)\w*", re.IGNORECASE)
 
