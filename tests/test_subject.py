@@ -45,6 +45,8 @@ def test_a_first_person_question_to_a_user_assistant_memory_is_about_the_user():
     assert named("What quota did the team set?", ["user"]) is None  # no assistant: not a user–assistant memory
     assert Subject("user", "").describe().startswith("the question names no one")
     assert named("Can you tell me what I set?", ["assistant", "user"]) == Subject("user", "me")  # a request
+    assert named("What did I tell Ana?", ["Ana", "Bo"]) == Subject("Ana", "Ana")  # named people: no first person
+    assert Subject("user", "my").describe() == 'the question is in the first person ("my"): the user\'s turns ranked up'
 
 
 @pytest.mark.parametrize("query,expected", [
@@ -66,8 +68,6 @@ def test_the_users_own_turns_have_a_ranking_of_their_own_with_its_weight():
     assert Subject("Ines Duarte", "Kate").ranking == "subject"
     assert RecallOptions().weight("user") == USER_WEIGHT and RecallOptions().weight("subject") == 1.0
     assert RecallOptions(weights=(("user", 1.0),)).weight("user") == 1.0
-    assert named("What did I tell Ana?", ["Ana", "Bo"]) == Subject("Ana", "Ana")  # named people: no first person
-    assert Subject("user", "my").describe() == 'the question is in the first person ("my"): the user\'s turns ranked up'
 
 
 def test_a_read_of_a_user_assistant_memory_ranks_the_users_turns_up_for_my(embedder):

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 CHANNELS = ("lexical", "dense")
 RRF_K = 10  # reciprocal rank fusion constant: 60 in Cormack et al. 2009; 10 (docs/decisions.md, "Reciprocal rank fusion constant")
-USER_WEIGHT = 3.0  # the user's own turns' ranking in a user–assistant memory (docs/decisions.md, "The user's own turns")
+USER_WEIGHT = 3.0  # the user's turns' ranking in user–assistant memories (docs/decisions.md, "The user's own turns")
 INSTRUCTIONS = 1  # standing instructions shown first (docs/decisions.md, "Standing instructions")
 DEPTH = 50  # candidates read from each channel before fusion (docs/decisions.md, "Candidates per channel")
 

@@ -50,7 +50,8 @@ class Subject:
     def describe(self) -> str:
         """How the read used it, for the context's account."""
         if self.speaker == USER and not self.word:
-            return "the question names no one, and this memory is a user's with an assistant: the user's turns ranked up"
+            return ("the question names no one, and this memory is a user's with an assistant: "
+                    "the user's turns ranked up")
         if self.speaker == USER:
             return f'the question is in the first person ("{self.word}"): the user\'s turns ranked up'
         if self.speaker == ASSISTANT:
