@@ -35,6 +35,12 @@ def test_a_relative_expression_is_a_window_before_the_question_time(question, st
     ("Where was she on the 31st of December, 2023?", datetime(2023, 12, 30), datetime(2024, 1, 2)),
     ("What did I cook in May 2023?", datetime(2023, 5, 1), datetime(2023, 6, 1)),  # not the latest May
     ("What was due in Dec. 2025?", datetime(2025, 12, 1), datetime(2026, 1, 1)),
+    ("What did Paola do on 10.01.2024?", datetime(2024, 1, 9), datetime(2024, 1, 12)),  # dots: day first
+    ("Which class did she attend for the first time on 19.01.2024?", datetime(2024, 1, 18), datetime(2024, 1, 21)),
+    ("What shipped on 2024-01-10?", datetime(2024, 1, 9), datetime(2024, 1, 12)),  # ISO
+    ("What shipped on 2024-1-9?", datetime(2024, 1, 8), datetime(2024, 1, 11)),
+    ("What did I buy on 1/10/2024?", datetime(2024, 1, 9), datetime(2024, 1, 12)),  # slashes: month first
+    ("What did I buy on 13/01/24?", datetime(2024, 1, 12), datetime(2024, 1, 15)),  # ... unless it is no month
 ])
 def test_a_named_date_is_a_window_around_it_whenever_the_question_is_asked(question, start, end):
     t = parse(question, NOW)
@@ -43,6 +49,15 @@ def test_a_named_date_is_a_window_around_it_whenever_the_question_is_asked(quest
 
 def test_a_date_that_is_no_date_names_no_time():
     assert parse("What happened on 31 Feb 2023?", NOW) is None
+    assert parse("What happened on 31.02.2023?", NOW) is None
+
+
+@pytest.mark.parametrize("question", [
+    "What changed in version 1.2.3?", "Is 3.14.2024 a date?", "It cost 1.50.", "What is in v10.01.2024.5?",
+    "Which of 1.2.300 and 10-20-300 was it?",
+])
+def test_numbers_with_dots_or_dashes_that_are_no_date_name_no_time(question):
+    assert parse(question, NOW) is None
 
 
 def test_an_order_and_no_time_at_all():

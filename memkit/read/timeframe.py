@@ -1,7 +1,7 @@
-"""The question's own time (docs/architecture.md §5): dates it names ("on 31 Dec 2023", "in May 2023") and
-relative expressions ("two weeks ago", "last month", "in May", "most recently", "the first time") read offline against the time the question is asked, as a window of
-time or an order that the read uses to rank episodes (``recall.recall_episodes``). Pure functions of the
-question and ``now``; English only.
+"""The question's own time (docs/architecture.md §5): dates it names ("on 31 Dec 2023", "on 10.01.2024",
+"in May 2023") and relative expressions ("two weeks ago", "last month", "in May", "most recently", "the first
+time") read offline against the time the question is asked, as a window of time or an order that the read uses
+to rank episodes (``recall.recall_episodes``). Pure functions of the question and ``now``; English only.
 """
 
 from __future__ import annotations
@@ -24,6 +24,9 @@ _MON = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
 _DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?(?: of)? {_MON},? (\d{{4}})\b")
 _MONTH_DAY_YEAR = re.compile(rf"\b{_MON} (\d{{1,2}})(?:st|nd|rd|th)?,? (\d{{4}})\b")
 _MONTH_YEAR = re.compile(rf"\b{_MON},? (\d{{4}})\b")
+# a date in digits: 2024-01-10 (ISO), 10.01.2024 (day first, as wherever dots separate a date), 1/10/2024
+# (month first, the US order, unless the first number cannot be a month); a two-digit year is 20yy
+_NUMERIC_DATE = re.compile(r"(?<![\d.])(\d{1,4})([./-])(\d{1,2})\2(\d{1,4})(?![\d])(?!\.\d)")
 _ABBREVIATED = {name[:3]: i for name, i in _MONTHS.items()}
 DATE_MARGIN = 1  # days either side of a named date: what happened then is often told the day after (decisions.md)
 _LATEST = re.compile(r"\b(most recent(ly)?|latest|last time|the last|recently|lately|newest)\b")
@@ -77,23 +80,42 @@ def parse(question: str, now: float) -> Timeframe | None:
 def _named_date(q: str) -> Timeframe | None:
     """A date the question names ("on 31 Dec 2023", "January 5th, 2024": that day and ``DATE_MARGIN`` days
     either side) or a month of a year ("in May 2023"); None for none, or for a date that is no date."""
+    found = _numeric_date(q)
     for pattern, order in ((_DAY_MONTH_YEAR, "dmy"), (_MONTH_DAY_YEAR, "mdy")):
         m = pattern.search(q)
-        if m:
+        if m and found is None:
             day, month, year = (m.group(1), m.group(2), m.group(3)) if order == "dmy" else \
                 (m.group(2), m.group(1), m.group(3))
-            try:
-                d = datetime(int(year), _ABBREVIATED[month], int(day))
-            except ValueError:
-                return None
-            return Timeframe(m.group(0), (d - timedelta(days=DATE_MARGIN)).timestamp(),
-                             (d + timedelta(days=1 + DATE_MARGIN)).timestamp())
+            found = (m.group(0), year, _ABBREVIATED[month], day)
+    if found is not None:
+        phrase, year, month, day = found
+        try:
+            d = datetime(int(year), int(month), int(day))
+        except ValueError:
+            return None
+        return Timeframe(phrase, (d - timedelta(days=DATE_MARGIN)).timestamp(),
+                         (d + timedelta(days=1 + DATE_MARGIN)).timestamp())
     m = _MONTH_YEAR.search(q)
     if m:
         year, month = int(m.group(2)), _ABBREVIATED[m.group(1)]
         return Timeframe(m.group(0), datetime(year, month, 1).timestamp(),
                          datetime(year + (month == 12), month % 12 + 1, 1).timestamp())
     return None
+
+
+def _numeric_date(q: str) -> tuple[str, str, str, str] | None:
+    """``(phrase, year, month, day)`` of a date written in digits (``_NUMERIC_DATE``), or None."""
+    m = _NUMERIC_DATE.search(q)
+    if m is None:
+        return None
+    a, sep, b, c = m.groups()
+    if len(a) == 4:
+        return (m.group(0), a, b, c) if len(c) <= 2 else None
+    if len(a) > 2 or len(c) not in (2, 4):
+        return None
+    year = c if len(c) == 4 else f"20{c}"
+    day_first = sep == "." or int(a) > 12
+    return (m.group(0), year, b, a) if day_first else (m.group(0), year, a, b)
 
 
 def _last(phrase: str, now: float) -> Timeframe:
