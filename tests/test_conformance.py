@@ -141,6 +141,23 @@ def test_every_text_index_memkit_ships_keeps_the_seams_promises(kind, tmp_path, 
     assert check_text_index(make) == TEXT_ALL
 
 
+def test_a_text_index_folder_shared_by_two_opens_shows_each_ones_commits_to_the_other(tmp_path):
+    # two processes sharing a store open its folder twice: a search reloads only when a commit happened since
+    # (its own, or the other's meta.json), and must never miss one
+    from memkit.store.lexicon import LexicalIndex
+
+    a, b = LexicalIndex(tmp_path / "words"), LexicalIndex(tmp_path / "words")
+    assert b.search("o", "episodes", "kayak", 5) == []
+    a.change("o", "episodes", [("e1", "We rented a kayak.")])
+    assert [i for i, _ in b.search("o", "episodes", "kayak", 5)] == ["e1"]
+    for n in range(2, 5):  # commits one after another, each seen at once, by the other and by its writer
+        writer, reader = (a, b) if n % 2 else (b, a)
+        writer.change("o", "episodes", [(f"e{n}", "Another kayak trip.")], remove=[f"e{n - 1}"])
+        assert [i for i, _ in reader.search("o", "episodes", "kayak", 5)] == [f"e{n}"]
+        assert [i for i, _ in writer.search("o", "episodes", "kayak", 5)] == [f"e{n}"]
+    a.close(), b.close()
+
+
 class Substrings:
     """A text index that matches substrings of any owner's text: it breaks the isolation and ranking promises."""
 

@@ -228,8 +228,15 @@ class EpisodePacker:
         """The shown episode this line repeats (the same words, or ``near_repeats`` alike), if any."""
         if not self.fold_repeats:
             return None
-        return self.first_of.get(key) or next((ref for ref, w in self.words_of.items()
-                                               if near(words, w) >= self.near_repeats), None)
+        same, n = self.first_of.get(key), len(words)
+        if same is not None:
+            return same
+        for ref, w in self.words_of.items():
+            if n and w and min(n, len(w)) / max(n, len(w)) < self.near_repeats:
+                continue  # lengths this far apart cannot be that alike: ``near`` is at most min / max
+            if near(words, w) >= self.near_repeats:
+                return ref
+        return None
 
     def take(self, e: Episode, rank: int, why: str, score: float | None, similarity: float | None) -> bool:
         """Show ``e`` if it is new, not skipped, and fits; a repeat is folded into the line shown for it."""
