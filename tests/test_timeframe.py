@@ -54,7 +54,7 @@ def test_a_date_that_is_no_date_names_no_time():
 
 @pytest.mark.parametrize("question", [
     "What changed in version 1.2.3?", "Is 3.14.2024 a date?", "It cost 1.50.", "What is in v10.01.2024.5?",
-    "Which of 1.2.300 and 10-20-300 was it?",
+    "Which of 1.2.300 and 10-20-300 was it?", "What changed in Python 3.11.10?",
 ])
 def test_numbers_with_dots_or_dashes_that_are_no_date_name_no_time(question):
     assert parse(question, NOW) is None

@@ -25,7 +25,8 @@ _DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?(?: of)? {_MON},? (
 _MONTH_DAY_YEAR = re.compile(rf"\b{_MON} (\d{{1,2}})(?:st|nd|rd|th)?,? (\d{{4}})\b")
 _MONTH_YEAR = re.compile(rf"\b{_MON},? (\d{{4}})\b")
 # a date in digits: 2024-01-10 (ISO), 10.01.2024 (day first, as wherever dots separate a date), 1/10/2024
-# (month first, the US order, unless the first number cannot be a month); a two-digit year is 20yy
+# (month first, the US order, unless the first number cannot be a month); a two-digit year is 20yy, but not
+# after dots (3.11.10 is a version)
 _NUMERIC_DATE = re.compile(r"(?<![\d.])(\d{1,4})([./-])(\d{1,2})\2(\d{1,4})(?![\d])(?!\.\d)")
 _ABBREVIATED = {name[:3]: i for name, i in _MONTHS.items()}
 DATE_MARGIN = 1  # days either side of a named date: what happened then is often told the day after (decisions.md)
@@ -111,7 +112,7 @@ def _numeric_date(q: str) -> tuple[str, str, str, str] | None:
     a, sep, b, c = m.groups()
     if len(a) == 4:
         return (m.group(0), a, b, c) if len(c) <= 2 else None
-    if len(a) > 2 or len(c) not in (2, 4):
+    if len(a) > 2 or len(c) not in (2, 4) or (sep == "." and len(c) == 2):
         return None
     year = c if len(c) == 4 else f"20{c}"
     day_first = sep == "." or int(a) > 12
