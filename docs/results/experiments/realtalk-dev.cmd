@@ -8,3 +8,5 @@ python scripts/measure_recall_options.py --data '../shared/devdata/realtalk/Chat
 # dense without the speaker rows: docs/results/experiments/dense-bare.diff applied to 61de153, then MEMKIT_EXP_DENSE_BARE=1
 # date lines rows: docs/results/experiments/days.diff applied to df168ed, then MEMKIT_EXP_DAYS=1
 # length prior rows: docs/results/experiments/length.diff applied to 8b9599b, then MEMKIT_EXP_LEN=<0.3|0.6>
+# answers rows: docs/results/experiments/answers.diff applied to 359d695, then MEMKIT_EXP_ANSWERS=1 and the command above with
+# --embed-cache; the row "at 359d695" is 359d695 unpatched
