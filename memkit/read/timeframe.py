@@ -79,12 +79,13 @@ def parse(question: str, now: float) -> Timeframe | None:
 
 
 def _named_date(q: str) -> Timeframe | None:
-    """A date the question names ("on 31 Dec 2023", "January 5th, 2024": that day and ``DATE_MARGIN`` days
-    either side) or a month of a year ("in May 2023"); None for none, or for a date that is no date."""
+    """A date the question names ("on 31 Dec 2023", "January 5th, 2024", "10.01.2024": that day and
+    ``DATE_MARGIN`` days either side) or a month of a year ("in May 2023"); None for none, or for a date that
+    is no date. A date in digits comes first."""
     found = _numeric_date(q)
     for pattern, order in ((_DAY_MONTH_YEAR, "dmy"), (_MONTH_DAY_YEAR, "mdy")):
-        m = pattern.search(q)
-        if m and found is None:
+        m = pattern.search(q) if found is None else None
+        if m:
             day, month, year = (m.group(1), m.group(2), m.group(3)) if order == "dmy" else \
                 (m.group(2), m.group(1), m.group(3))
             found = (m.group(0), year, _ABBREVIATED[month], day)
