@@ -498,6 +498,23 @@ def test_diversity_lets_a_different_line_past_near_duplicates_and_zero_keeps_the
     assert [r.item.turn_id for r in diversified(stream, 0.4, window=2)][:2] == ["s1:1", "s2:1"]  # s4 not yet seen
 
 
+@pytest.mark.parametrize("threshold", [0.0, 0.5, 0.8, 1.0])
+def test_a_near_repeat_is_the_first_shown_line_at_least_that_alike(threshold):
+    # the packer's inlined check (with its length bound) against ``near`` itself, on lines of 0 to 6 words
+    import random
+
+    from memkit.read.assemble import EpisodePacker, near
+
+    rng = random.Random(7)
+    vocab = "a b c d e f g".split()
+    for _ in range(300):
+        packer = EpisodePacker(1000, skip=lambda e: False, near_repeats=threshold)
+        packer.words_of = {str(i): set(rng.sample(vocab, rng.randint(0, 6))) for i in range(6)}
+        words = set(rng.sample(vocab, rng.randint(0, 6)))
+        expected = next((r for r, w in packer.words_of.items() if near(words, w) >= threshold), None)
+        assert packer._repeat_of("no such key", words) == expected
+
+
 def test_diversity_lets_a_different_line_past_near_duplicates_but_not_in_a_raw_turn_baseline(embedder):
     from memkit.strategies import make
 

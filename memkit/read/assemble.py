@@ -103,6 +103,7 @@ PASSAGES_PER_TURN = 1
 DIVERSITY = 0.6  # maximal marginal relevance's weight on novelty (0.2 / 0.4 / 0.6 / 0.8 measured; ``diversified``)
 
 
+@functools.lru_cache(maxsize=1 << 13)  # a read keys each candidate's words two or three times, and read after read
 def line_key(text: str) -> str:
     """What makes two lines the same: their words, ignoring case, punctuation and spacing."""
     return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
@@ -140,8 +141,16 @@ def diversified(stream: Iterable[Recalled | Hit], diversity: float, window: int 
             pool.append([nxt, words, _nearest(words, given)])
         if not pool:
             return
-        top = max(x.score for x, _, _ in pool) or 1.0
-        best = max(range(len(pool)), key=lambda i: (1 - diversity) * pool[i][0].score / top - diversity * pool[i][2])
+        top = pool[0][0].score
+        for x, _, _ in pool:  # max(), written out: the read path's hottest loop
+            if x.score > top:
+                top = x.score
+        top = top or 1.0
+        best, value = 0, None
+        for i, (x, _, alike) in enumerate(pool):  # the first of the best, as max() with a key
+            v = (1 - diversity) * x.score / top - diversity * alike
+            if value is None or v > value:
+                best, value = i, v
         item, words, _ = pool.pop(best)
         given.append(words)
         n = len(words)
@@ -159,8 +168,8 @@ def _nearest(words: set[str], given: Sequence[set[str]]) -> float:
     best, n = 0.0, len(words)
     for g in given:
         shared = len(words & g)
-        if shared:
-            best = max(best, shared / (n + len(g) - shared))
+        if shared and shared / (n + len(g) - shared) > best:
+            best = shared / (n + len(g) - shared)
     return best
 
 
@@ -228,13 +237,18 @@ class EpisodePacker:
         """The shown episode this line repeats (the same words, or ``near_repeats`` alike), if any."""
         if not self.fold_repeats:
             return None
-        same, n = self.first_of.get(key), len(words)
+        same, n, t = self.first_of.get(key), len(words), self.near_repeats
         if same is not None:
             return same
-        for ref, w in self.words_of.items():
-            if n and w and min(n, len(w)) / max(n, len(w)) < self.near_repeats:
-                continue  # lengths this far apart cannot be that alike: ``near`` is at most min / max
-            if near(words, w) >= self.near_repeats:
+        for ref, w in self.words_of.items():  # near(words, w) >= t, inlined: the read path's hottest loop
+            m = len(w)
+            if n and m:
+                if (n / m if n < m else m / n) < t:
+                    continue  # lengths this far apart cannot be that alike: ``near`` is at most min / max
+                shared = len(words & w)
+                if shared / (n + m - shared) >= t:
+                    return ref
+            elif t <= 0.0:  # ``near`` of an empty line is 0
                 return ref
         return None
 
