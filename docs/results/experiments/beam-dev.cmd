@@ -3,3 +3,5 @@ git apply docs/results/experiments/episode-keys.diff   # or feedback.diff
 python scripts/measure_recall_options.py --data ../shared/devdata/beam/100K --format beam --budget 400,1200 --only 'two-layer (defaults)' --jobs 2
 # sessions rows: docs/results/experiments/sessions.diff applied to 55d0222, then MEMKIT_EXP_SESSIONS=<sessions>,<weight>,<sum|max>
 # assistant's verb rows: docs/results/experiments/assistant-verb.diff applied to e5fd6f0, then the command above with --embed-cache; the row "at e5fd6f0" is e5fd6f0 unpatched
+# lexical confidence rows: docs/results/experiments/lexical-confidence.diff applied to 821685d, then MEMKIT_EXP_LEXCONF=<half|double> and the
+# command above with --embed-cache; the row "at e5fd6f0" is also 821685d unpatched (the reads between changed no BEAM result)

@@ -10,3 +10,5 @@ python scripts/measure_recall_options.py --data '../shared/devdata/realtalk/Chat
 # length prior rows: docs/results/experiments/length.diff applied to 8b9599b, then MEMKIT_EXP_LEN=<0.3|0.6>
 # answers rows: docs/results/experiments/answers.diff applied to 359d695, then MEMKIT_EXP_ANSWERS=1 and the command above with
 # --embed-cache; the row "at 359d695" is 359d695 unpatched
+# lexical confidence rows: docs/results/experiments/lexical-confidence.diff applied to 821685d, then MEMKIT_EXP_LEXCONF=<half|double|mild> and
+# the command above with --embed-cache; the row "at 359d695" is also 821685d unpatched (the reads between changed no result)
