@@ -12,3 +12,5 @@ python scripts/measure_recall_options.py --data '../shared/devdata/realtalk/Chat
 # --embed-cache; the row "at 359d695" is 359d695 unpatched
 # lexical confidence rows: docs/results/experiments/lexical-confidence.diff applied to 821685d, then MEMKIT_EXP_LEXCONF=<half|double|mild> and
 # the command above with --embed-cache; the row "at 359d695" is also 821685d unpatched (the reads between changed no result)
+# typos rows: docs/results/experiments/fuzzy.diff applied to ca0ac9d, then MEMKIT_EXP_FUZZY=<0.5|2|4> and the command above with
+# --embed-cache; the row "at 359d695" is also ca0ac9d unpatched
