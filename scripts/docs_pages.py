@@ -71,9 +71,9 @@ SECTIONS = [
      "Hypotheses tried as patches on the BEAM dev split and dropped"),
     ("run", RESULTS / "realtalk-dev-e5", "The e5 embedder (an option): REALTALK dev split"),
     ("run", RESULTS / "realtalk-confirm-e5", "The e5 embedder (an option): REALTALK confirm split"),
-    ("run", RESULTS / "beam-dev5-e5", "The e5 embedder (an option): BEAM 100K dev split, first 5 conversations"),
+    ("run", RESULTS / "beam-dev5-e5", "The e5 embedder (an option): BEAM 100K dev split, first 5 conversations (at e5f3dc2)"),
     ("run", RESULTS / "beam-dev5-minilm",
-     "The same 5 BEAM 100K conversations with the default embedder (MiniLM), for comparison"),
+     "The same 5 BEAM 100K conversations with the default embedder (MiniLM), for comparison (at e5f3dc2)"),
     ("table", RESULTS / "embedders" / "embedders.csv",
      "What each offline embedder costs (run alone on 2 cores; passages of 128 tokens, short user lines, one "
      "question a call)"),
