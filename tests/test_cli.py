@@ -1,3 +1,4 @@
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -180,6 +181,7 @@ def test_bench_scale_writes_its_table_and_command_for_the_benchmarks_page(tmp_pa
     section = scale_section(tmp_path / "scale", "Scale")
     row = next(line for line in section.splitlines() if line.startswith("| persistent 2 × 6 |"))
     assert row.count("|") == 10 and "×" in row.split("|")[5]  # every column filled, the ratio as a factor
+    assert re.search(r"× \[\d+\.\d\d, \d+\.\d\d\]", row.split("|")[5])  # with the reads' own interval
 
 
 def test_an_error_ctrl_c_caused_counts_as_ctrl_c():

@@ -235,6 +235,7 @@ def test_bench_scale_times_the_paths_users_call(tmp_path):
     assert row["memory_search_p50_ms"] > 0 and row["store_search_p50_ms"] > 0 and row["idle_warm_p50_ms"] > 0
     assert row["opened_vs_idle_warm_p50"] == row["opened_100ms_p50_ms"] / row["idle_warm_p50_ms"]
     assert row["index_calls_vs_bare_p95"] == row["index_calls_p95_ms"] / row["bare_read_p95_ms"]
+    assert 0 < row["context_vs_bare_p95_low"] <= row["context_vs_bare_p95_high"]
     assert row["peak_rss_mb"] > 0 and row["disk_mb"] > 0
     assert 0 <= row["opened_still_loading"] <= 6
 
@@ -313,6 +314,19 @@ def test_assistant_suite_is_user_assistant_shaped_with_question_times():
                     assert turn.role == "user" and p.answer in turn.content
     committed = load(ROOT / "data" / "assistant.jsonl")
     assert [c.id for c in committed] == [c.id for c in builtin_suite("assistant")]  # the file is seed 0
+
+
+def test_ratio_interval_resamples_rounds_in_pairs():
+    import random
+
+    from memkit.eval.stats import ratio_interval
+
+    rng = random.Random(0)
+    bare = [rng.uniform(5, 10) for _ in range(400)]
+    assert ratio_interval([2 * b for b in bare], bare) == pytest.approx((2.0, 2.0))  # paired: every resample is 2x
+    low, high = ratio_interval([b + rng.uniform(0, 10) for b in bare], bare)
+    assert 1.0 < low < high < 3.0
+    assert all(math.isnan(x) for x in ratio_interval([], []) + ratio_interval([1.0], [1.0, 2.0]))
 
 
 def test_summary_has_intervals_and_compare_pairs_strategies_on_the_same_conversations():

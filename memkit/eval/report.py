@@ -125,7 +125,7 @@ def options_section(csv: Path, title: str) -> str:
 
 SCALE_COLUMNS = [("context_p50_ms", "context p50 ms", "{:.1f}"), ("context_p95_ms", "context p95 ms", "{:.1f}"),
                  ("bare_read_p95_ms", "bare embed + query p95 ms", "{:.1f}"),
-                 ("context_vs_bare_p95", "context / bare (p95)", "{:.2f}×"),
+                 ("context_vs_bare_p95", "context / bare (p95) [95% interval]", "{:.2f}×"),
                  ("index_calls_vs_bare_p95", "index calls / bare (p95)", "{:.2f}×"),
                  ("observe_p50_ms", "observe p50 ms", "{:.1f}"), ("bare_write_p50_ms", "bare embed + add p50 ms", "{:.1f}"),
                  ("peak_rss_mb", "peak RSS MB", "{:.0f}")]
@@ -141,7 +141,11 @@ def scale_section(folder: Path, title: str) -> str:
         if isinstance(r.get("error"), str):
             rows.append([size, *(["–"] * (len(SCALE_COLUMNS) - 1)), r["error"]])
             continue
-        rows.append([size, *(fmt.format(r[c]) for c, _, fmt in SCALE_COLUMNS)])
+        cells = [fmt.format(r[c]) for c, _, fmt in SCALE_COLUMNS]
+        if pd.notna(r.get("context_vs_bare_p95_low")):  # the reads' own spread (older files have none)
+            at = [c for c, _, _ in SCALE_COLUMNS].index("context_vs_bare_p95")
+            cells[at] += f" [{r['context_vs_bare_p95_low']:.2f}, {r['context_vs_bare_p95_high']:.2f}]"
+        rows.append([size, *cells])
     cmd = folder / "scale.cmd"
     command = cmd.read_text("utf-8").strip() if cmd.exists() else "(command not recorded)"
     return "\n".join([f"## {title}", "", "```bash", command, "```", "", f"File: `{(folder / 'scale.csv').as_posix()}`.",

@@ -47,6 +47,19 @@ def interval(rows: pd.DataFrame, metric: str, resamples: int = RESAMPLES, seed: 
     return float(low), float(high)
 
 
+def ratio_interval(num: Sequence[float], den: Sequence[float], q: float = 95, resamples: int = RESAMPLES,
+                   seed: int = SEED) -> tuple[float, float]:
+    """The bootstrap 95% interval (percentile) of ``percentile(num, q) / percentile(den, q)`` for paired
+    samples (``num[i]`` and ``den[i]`` timed in one round), resampling the rounds; NaN without samples."""
+    a, b = np.asarray(num, float), np.asarray(den, float)
+    if not len(a) or len(a) != len(b):
+        return float("nan"), float("nan")
+    idx = _draws(len(a), resamples, seed)
+    stat = np.percentile(a[idx], q, axis=1) / np.percentile(b[idx], q, axis=1)
+    low, high = np.percentile(stat, [2.5, 97.5])
+    return float(low), float(high)
+
+
 def with_intervals(summary: pd.DataFrame, results: pd.DataFrame, resamples: int = RESAMPLES,
                    seed: int = SEED) -> pd.DataFrame:
     """``summary`` with ``<metric>_ci_low`` / ``<metric>_ci_high`` for evidence recall and answer-in-context on
