@@ -5,6 +5,7 @@ conversation: a statistic is the mean over the probes of the resampled conversat
 conversation resamples its probes instead. The seed is fixed, so the same results give the same numbers.
 A paired comparison resamples the same conversations for both strategies (its interval), and its p-value
 comes from a paired sign-flip permutation test over conversations (two-sided).
+A ratio of timings (``ratio_interval``) resamples the timed rounds instead, each a pair of calls.
 """
 
 from __future__ import annotations
