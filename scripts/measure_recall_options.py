@@ -77,6 +77,10 @@ VARIANTS: dict[str, tuple[str, dict]] = {
     "two-layer, no subject": ("two-layer:keyed", {"recall": RecallOptions(subjects=False)}),
     "two-layer, profile 0, no subject": ("two-layer:keyed", {"profile_tokens": 0, "recall": RecallOptions(subjects=False)}),
     "two-layer, subject weight 2": ("two-layer:keyed", {"recall": RecallOptions(weights=(("lexical", 1.0), ("dense", 1.0), ("subject", 2.0)))}),
+    "two-layer, subject weight 3": ("two-layer:keyed", {"recall": RecallOptions(weights=(("lexical", 1.0), ("dense", 1.0), ("subject", 3.0)))}),
+    "two-layer, lexical 0.75 : dense 1": ("two-layer:keyed", {"recall": RecallOptions(weights=(("lexical", 0.75), ("dense", 1.0)))}),
+    "two-layer, subject weight 2, lexical 0.5 : dense 1": ("two-layer:keyed", {"recall": RecallOptions(weights=(("lexical", 0.5), ("dense", 1.0), ("subject", 2.0)))}),
+    "two-layer, subject weight 3, lexical 0.5 : dense 1": ("two-layer:keyed", {"recall": RecallOptions(weights=(("lexical", 0.5), ("dense", 1.0), ("subject", 3.0)))}),
     "two-layer, profile 0, subject weight 2": ("two-layer:keyed", {"profile_tokens": 0, "recall": RecallOptions(weights=(("lexical", 1.0), ("dense", 1.0), ("subject", 2.0)))}),
     # the names a question gives kept in both queries (the label is older than the dense channel's leaving them out)
     "two-layer, lexical with the subject's name": ("two-layer:keyed", {"recall": RecallOptions(subject_words=True)}),
