@@ -140,17 +140,19 @@ class RawTurnRetrieval(TwoLayer):
     """The equal-token baseline: past turns retrieved by one channel (or both, fused) and packed in rank order
     into the budget, with this session's newest turns; no facts, no summary, no dates, repeats not folded, no
     diversity, long turns whole (no passages), no reading of the question's time, no ranking up of the person
-    it names. Of the memory options it takes only those that shape a read of raw turns (``OWN``)."""
+    it names; both channels at weight 1 (``EVEN``, unless a given ``recall`` sets others). Of the memory options
+    it takes only those that shape a read of raw turns (``OWN``)."""
 
     keeps_facts = False
     channels: ClassVar[tuple[str, ...]] = ("lexical", "dense")
+    EVEN: ClassVar[tuple[tuple[str, float], ...]] = (("lexical", 1.0), ("dense", 1.0))
     OWN: ClassVar[tuple[str, ...]] = ("neighbours", "window_share", "recall")
 
     def __init__(self, user_id: str, budget: int = 1200, store: FactStore | None = None, k: int = 5,
                  **memory_options: Any) -> None:
         self.user_id = user_id
         mine = {key: v for key, v in memory_options.items() if key in self.OWN}
-        base = mine.pop("recall", None) or RecallOptions()
+        base = mine.pop("recall", None) or RecallOptions(weights=self.EVEN)
         options = {**mine, "profile_tokens": 0, "facts": False, "episode_dates": False,
                    "fold_repeats": False, "diversity": 0.0, "passage_tokens": 0,
                    "recall": replace(base, channels=self.channels, timeframes=False, subjects=False),

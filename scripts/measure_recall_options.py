@@ -30,18 +30,20 @@ from memkit.eval.data import write_suite
 from memkit.eval.datasets import expand, load
 from memkit.eval.runner import run
 from memkit.read.recall import RecallOptions
+from memkit.strategies import RawTurnRetrieval
 
 VARIANTS: dict[str, tuple[str, dict]] = {
     "rag:bm25": ("rag:bm25", {}),
     "rag:dense": ("rag:dense", {}),
     "rag:hybrid (rrf 1:1)": ("rag:hybrid", {}),
-    "rag:hybrid (rrf k=10)": ("rag:hybrid", {"recall": RecallOptions(rrf_k=10)}),
-    "rag:hybrid (rrf k=2)": ("rag:hybrid", {"recall": RecallOptions(rrf_k=2)}),
+    "rag:hybrid (rrf k=10)": ("rag:hybrid", {"recall": RecallOptions(rrf_k=10, weights=RawTurnRetrieval.EVEN)}),
+    "rag:hybrid (rrf k=2)": ("rag:hybrid", {"recall": RecallOptions(rrf_k=2, weights=RawTurnRetrieval.EVEN)}),
     "two-layer (defaults)": ("two-layer:keyed", {}),
     "two-layer, rrf k=2": ("two-layer:keyed", {"recall": RecallOptions(rrf_k=2)}),
     "two-layer, rrf k=30": ("two-layer:keyed", {"recall": RecallOptions(rrf_k=30)}),
     "two-layer, lexical 0.5 : dense 1": ("two-layer:keyed", {"recall": RecallOptions(weights=(("lexical", 0.5), ("dense", 1.0)))}),
     "two-layer, lexical 1 : dense 0.5": ("two-layer:keyed", {"recall": RecallOptions(weights=(("lexical", 1.0), ("dense", 0.5)))}),
+    "two-layer, lexical 1 : dense 1": ("two-layer:keyed", {"recall": RecallOptions(weights=RawTurnRetrieval.EVEN)}),
     "two-layer, depth 50": ("two-layer:keyed", {"recall": RecallOptions(depth=50)}),
     "two-layer, depth 30": ("two-layer:keyed", {"recall": RecallOptions(depth=30)}),
     "two-layer, depth 120": ("two-layer:keyed", {"recall": RecallOptions(depth=120)}),
@@ -77,6 +79,7 @@ VARIANTS: dict[str, tuple[str, dict]] = {
     "two-layer, no subject": ("two-layer:keyed", {"recall": RecallOptions(subjects=False)}),
     "two-layer, profile 0, no subject": ("two-layer:keyed", {"profile_tokens": 0, "recall": RecallOptions(subjects=False)}),
     "two-layer, subject weight 2": ("two-layer:keyed", {"recall": RecallOptions(weights=(("lexical", 1.0), ("dense", 1.0), ("subject", 2.0)))}),
+    "two-layer, subject weight 1": ("two-layer:keyed", {"recall": RecallOptions(weights=(("lexical", 0.5), ("dense", 1.0), ("subject", 1.0)))}),
     "two-layer, subject weight 3": ("two-layer:keyed", {"recall": RecallOptions(weights=(("lexical", 1.0), ("dense", 1.0), ("subject", 3.0)))}),
     "two-layer, lexical 0.75 : dense 1": ("two-layer:keyed", {"recall": RecallOptions(weights=(("lexical", 0.75), ("dense", 1.0)))}),
     "two-layer, subject weight 2, lexical 0.5 : dense 1": ("two-layer:keyed", {"recall": RecallOptions(weights=(("lexical", 0.5), ("dense", 1.0), ("subject", 2.0)))}),
@@ -97,7 +100,7 @@ VARIANTS: dict[str, tuple[str, dict]] = {
     # the user's standing instructions most like the question shown first (recall.instruction_hits): none, two
     "two-layer, no standing instructions shown first": ("two-layer:keyed", {"recall": RecallOptions(instructions=0)}),
     "two-layer, 2 standing instructions": ("two-layer:keyed", {"recall": RecallOptions(instructions=2)}),
-    # the user's own turns in a user-assistant memory (recall.USER_WEIGHT, 3 by default): their ranking's weight 1, 2, 5
+    # the user's own turns in a user-assistant memory (recall.PERSON_WEIGHT, 3 by default): their ranking's weight 1, 2, 5
     "two-layer, user weight 1": ("two-layer:keyed", {"recall": RecallOptions(weights=(("lexical", 1.0), ("dense", 1.0), ("user", 1.0)))}),
     "two-layer, user weight 2": ("two-layer:keyed", {"recall": RecallOptions(weights=(("lexical", 1.0), ("dense", 1.0), ("user", 2.0)))}),
     "two-layer, user weight 5": ("two-layer:keyed", {"recall": RecallOptions(weights=(("lexical", 1.0), ("dense", 1.0), ("user", 5.0)))}),
@@ -113,11 +116,11 @@ VARIANTS: dict[str, tuple[str, dict]] = {
     "two-layer on PostgreSQL": ("two-layer:keyed", {"store": True}),
 }
 # the variants measured on the real dev splits (docs/benchmarks.md): --only-set real
-REAL = ["two-layer (defaults)", "two-layer, no subject", "two-layer, subject weight 2",
+REAL = ["two-layer (defaults)", "two-layer, no subject", "two-layer, subject weight 1",
         "two-layer, lexical with the subject's name", "two-layer, profile 0",
         "two-layer, no dates", "two-layer, episodes only (no facts)", "two-layer, passages off (turns whole)",
         "two-layer, neighbours 1", "two-layer, diversity 0.2", "two-layer, depth 120",
-        "two-layer, lexical 0.5 : dense 1", "two-layer, lexical 1 : dense 0.5", "rag:hybrid (rrf k=2)"]
+        "two-layer, lexical 1 : dense 1", "two-layer, lexical 1 : dense 0.5", "rag:hybrid (rrf k=2)"]
 _PG: list = []
 
 

@@ -238,6 +238,19 @@ def test_rag_baselines_and_budgets_in_the_runner(embedder):
     assert set(summary[summary["type"] == "all"]["strategy"]) == {"rag:bm25", "rag:dense", "rag:hybrid", "two-layer:keyed"}
 
 
+def test_the_raw_hybrid_baseline_fuses_its_channels_evenly_and_two_layer_weighs_the_lexical_one_less(embedder):
+    from memkit.read.recall import LEXICAL_WEIGHT
+    from memkit.strategies import make
+
+    hybrid = make("rag:hybrid", "u", 400, store=FactStore.ephemeral(embedder)).memory.read_options.recall
+    two_layer = make("two-layer:keyed", "u", 400, store=FactStore.ephemeral(embedder)).memory.read_options.recall
+    assert hybrid.weight("lexical") == hybrid.weight("dense") == 1.0
+    assert two_layer.weight("lexical") == LEXICAL_WEIGHT < two_layer.weight("dense") == 1.0
+    # "a": first lexically and 20th densely; "b": first densely only
+    rankings = {"lexical": ["a"], "dense": ["b", *(f"x{i}" for i in range(18)), "a"]}
+    assert fuse(rankings, hybrid)[0][0] == "a" and fuse(rankings, two_layer)[0][0] == "b"
+
+
 def test_facts_and_episodes_share_one_collection_per_user_without_clashing_ids(store):
     from memkit.types import Fact
 

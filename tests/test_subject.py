@@ -3,7 +3,7 @@
 import pytest
 
 from memkit import FactStore, Memory, ReadOptions
-from memkit.read.recall import USER_WEIGHT, RecallOptions
+from memkit.read.recall import PERSON_WEIGHT, RecallOptions
 import numpy as np
 
 from memkit.read.subject import Subject, named, named_all, without_words
@@ -66,7 +66,8 @@ def test_a_question_about_what_the_assistant_said_is_about_the_assistant(query, 
 def test_the_users_own_turns_have_a_ranking_of_their_own_with_its_weight():
     assert Subject("user", "my").ranking == "user" and Subject("assistant", "you said").ranking == "assistant"
     assert Subject("Ines Duarte", "Kate").ranking == "subject"
-    assert RecallOptions().weight("user") == USER_WEIGHT and RecallOptions().weight("subject") == 1.0
+    assert RecallOptions().weight("user") == RecallOptions().weight("subject") == PERSON_WEIGHT > 1.0
+    assert RecallOptions().weight("assistant") == 1.0
     assert RecallOptions(weights=(("user", 1.0),)).weight("user") == 1.0
 
 

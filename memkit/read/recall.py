@@ -17,7 +17,7 @@ from ..write.instructions import STANDING, condition
 from ..write.rules import slug
 from ..store import FactStore
 from ..store.base import episode_items
-from .subject import ROLES, USER, Subject, name_words, named, named_all, without_words
+from .subject import ROLES, SUBJECT, USER, Subject, name_words, named, named_all, without_words
 from .timeframe import Timeframe
 from ..types import Episode, Fact, Hit, Recalled
 
@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
 CHANNELS = ("lexical", "dense")
 RRF_K = 10  # reciprocal rank fusion constant: 60 in Cormack et al. 2009; 10 (docs/decisions.md, "Reciprocal rank fusion constant")
-USER_WEIGHT = 3.0  # the user's turns' ranking in user–assistant memories (docs/decisions.md, "The user's own turns")
+PERSON_WEIGHT = 3.0  # the ranking of the turns of the person asked about (docs/decisions.md, "The user's own turns")
+LEXICAL_WEIGHT = 0.5  # the lexical channel's, beside the dense one's 1 (docs/decisions.md, "Channel weights")
 INSTRUCTIONS = 1  # standing instructions shown first (docs/decisions.md, "Standing instructions")
 DEPTH = 50  # candidates read from each channel before fusion (docs/decisions.md, "Candidates per channel")
 
@@ -39,7 +40,7 @@ class RecallOptions:
     Episodes have no floor: they compete on fused rank for the budget."""
 
     channels: tuple[str, ...] = CHANNELS
-    weights: tuple[tuple[str, float], ...] = (("lexical", 1.0), ("dense", 1.0))
+    weights: tuple[tuple[str, float], ...] = (("lexical", LEXICAL_WEIGHT), ("dense", 1.0))
     depth: int = DEPTH
     rrf_k: int = RRF_K
     timeframes: bool = True  # a question's relative time ranks the turns of that time up (memkit/read/timeframe.py)
@@ -48,10 +49,9 @@ class RecallOptions:
     # has those words, and the ranking above carries them (docs/decisions.md, "The person a question names")
     subject_words: bool = False
     # and the dense channel too searches without the names of the people a question names (not without the
-    # first person of a user's question); True keeps them (docs/decisions.md, "Names in the dense query")
+    # first person of a user's question); True keeps them (docs/decisions.md, "Names a question gives")
     dense_names: bool = False
-    # a name spelt another way in the question ("Muhammad" for Muhhamed) names that person too (subject.spelt_like;
-    # docs/decisions.md, "A name spelt another way")
+    # "Muhammad" in a question names Muhhamed too (subject.spelt_like; docs/decisions.md, "A name spelt another way")
     name_variants: bool = True
     # the user's standing instructions ("Always quote prices in euros when I ask about hotels.") most like
     # the question, shown first among the facts, at most this many (docs/decisions.md, "Standing instructions")
@@ -69,9 +69,9 @@ class RecallOptions:
             raise ValueError(f"unknown recall channels {sorted(unknown)}; choose from {CHANNELS}")
 
     def weight(self, channel: str) -> float:
-        """A ranking's weight in the fusion: as ``weights`` gives it, else ``USER_WEIGHT`` for the user's own
-        turns (``subject.Subject.ranking``), else 1."""
-        return dict(self.weights).get(channel, USER_WEIGHT if channel == USER else 1.0)
+        """A ranking's weight in the fusion: as ``weights`` gives it, else ``PERSON_WEIGHT`` for the turns of the
+        person a question is about, named or the user (``subject.Subject.ranking``), else 1."""
+        return dict(self.weights).get(channel, PERSON_WEIGHT if channel in (USER, SUBJECT) else 1.0)
 
 
 def fuse(rankings: dict[str, Sequence[str]], options: RecallOptions) -> list[tuple[str, float, dict[str, int]]]:
@@ -185,7 +185,7 @@ def _scored_episodes(store: FactStore, user_id: str, query: str,
                 found = [i for i, _, _ in fuse(_ids(scored), options)]
                 said |= _speakers(fetch, [r for r in found if r not in said])
         if subject is not None:
-            scored["subject"] = [(r, 0.0) for r in found if said.get(r) == subject.speaker]
+            scored[SUBJECT] = [(r, 0.0) for r in found if said.get(r) == subject.speaker]
     if timeframe is not None:
         scored["time"] = [(r, 0.0) for r in _by_time(store, user_id, fetch, found, timeframe, options.depth, session)]
     return Searched(scored, subject, tuple(named_people), lexical_query, dense_query)
@@ -381,17 +381,17 @@ def recall(store: FactStore, policy: "Policy", user_id: str, session_id: str, qu
     # the facts' lexical channel searches what the episodes' did, so their scores rank on one list
     scored_facts = _scored(store, user_id, "facts", lexical_query, dense.get("facts"), options, floor, None) \
         if facts else {}
-    ranked = one_list(scored_facts, {c: v for c, v in scored.items() if c != "subject"})
+    ranked = one_list(scored_facts, {c: v for c, v in scored.items() if c != SUBJECT})
     if subject is not None:
         # the person's turns and facts in their order on the one list: a fact found deep in one channel does not
         # jump ahead of the person's turns that both channels rank high
-        about = {f"e:{i}" for i, _ in scored["subject"]}
+        about = {f"e:{i}" for i, _ in scored[SUBJECT]}
         if scored_facts:
             about |= {f"f:{i}" for i in _facts_about(store, user_id, subject, scored_facts, options)}
         ranked[subject.ranking] = [key for key, _, _ in fuse(ranked, options) if key in about]
     fused = fuse(ranked, options)
     # the profile block is the user's: a question that names people (one or several) gets their facts by recall
-    profile = 0 if people or (subject is not None and subject.ranking == "subject") else plan.profile
+    profile = 0 if people or (subject is not None and subject.ranking == SUBJECT) else plan.profile
     shown = fact_hits(store, policy, user_id, query, dense.get("facts"), k, floor, profile, options,
                       fused=[(key[2:], s, r) for key, s, r in fused if key[0] == "f"],
                       vector=vectors.get(dense_query)) if facts else []

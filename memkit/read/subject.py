@@ -21,6 +21,7 @@ from ..store.lexicon import STOPWORDS  # the words a question asks with: never a
 ROLES = frozenset({"user", "assistant", "system", "tool"})  # speakers that are roles, not people: never named
 USER = "user"  # the speaker of a user's own turns when they are not named (Memory.observe without speaker=)
 ASSISTANT = "assistant"  # the speaker of an assistant's turns when they are not named
+SUBJECT = "subject"  # the ranking of a named person's turns (Subject.ranking; beside USER's)
 _WORD = re.compile(r"\w+", re.UNICODE)
 # a capitalised word of a question this alike to a word of a name (Jaro-Winkler, lowercased), with the same
 # Soundex code, names that person (docs/decisions.md, "A name spelt another way")
@@ -45,7 +46,7 @@ class Subject:
     def ranking(self) -> str:
         """The name of the ranking of this person's turns in the fusion (``RecallOptions.weights``): ``user``
         or ``assistant`` for the unnamed roles of a user–assistant memory, ``subject`` for a named person."""
-        return self.speaker if self.speaker in (USER, ASSISTANT) else "subject"
+        return self.speaker if self.speaker in (USER, ASSISTANT) else SUBJECT
 
     def describe(self) -> str:
         """How the read used it, for the context's account."""
