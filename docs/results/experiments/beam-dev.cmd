@@ -5,3 +5,5 @@ python scripts/measure_recall_options.py --data ../shared/devdata/beam/100K --fo
 # assistant's verb rows: docs/results/experiments/assistant-verb.diff applied to e5fd6f0, then the command above with --embed-cache; the row "at e5fd6f0" is e5fd6f0 unpatched
 # lexical confidence rows: docs/results/experiments/lexical-confidence.diff applied to 821685d, then MEMKIT_EXP_LEXCONF=<half|double> and the
 # command above with --embed-cache; the row "at e5fd6f0" is also 821685d unpatched (the reads between changed no BEAM result)
+# dates for time questions rows: docs/results/experiments/dates-asked.diff applied to ce43a60, then MEMKIT_EXP_DATES_ASKED=1 and the
+# command above with --embed-cache; the row "at ce43a60" is ce43a60 unpatched

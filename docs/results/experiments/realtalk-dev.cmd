@@ -14,3 +14,5 @@ python scripts/measure_recall_options.py --data '../shared/devdata/realtalk/Chat
 # the command above with --embed-cache; the row "at 359d695" is also 821685d unpatched (the reads between changed no result)
 # typos rows: docs/results/experiments/fuzzy.diff applied to ca0ac9d, then MEMKIT_EXP_FUZZY=<0.5|2|4> and the command above with
 # --embed-cache; the row "at 359d695" is also ca0ac9d unpatched
+# dates for time questions rows: docs/results/experiments/dates-asked.diff applied to ce43a60, then MEMKIT_EXP_DATES_ASKED=1 and the
+# command above with --embed-cache; the row "at ce43a60" is ce43a60 unpatched
