@@ -139,9 +139,9 @@ class NoFacts:
 class RawTurnRetrieval(TwoLayer):
     """The equal-token baseline: past turns retrieved by one channel (or both, fused) and packed in rank order
     into the budget, with this session's newest turns; no facts, no summary, no dates, repeats not folded, no
-    diversity, long turns whole (no passages), no reading of the question's time, no ranking up of the person
-    it names; both channels at weight 1 (``EVEN``, unless a given ``recall`` sets others). Of the memory options
-    it takes only those that shape a read of raw turns (``OWN``)."""
+    diversity, a speaker's name on every line, long turns whole (no passages), no reading of the question's
+    time, no ranking up of the person it names; both channels at weight 1 (``EVEN``, unless a given
+    ``recall`` sets others). Of the memory options it takes only those that shape a read of raw turns (``OWN``)."""
 
     keeps_facts = False
     channels: ClassVar[tuple[str, ...]] = ("lexical", "dense")
@@ -153,7 +153,7 @@ class RawTurnRetrieval(TwoLayer):
         self.user_id = user_id
         mine = {key: v for key, v in memory_options.items() if key in self.OWN}
         base = mine.pop("recall", None) or RecallOptions(weights=self.EVEN)
-        options = {**mine, "profile_tokens": 0, "facts": False, "episode_dates": False,
+        options = {**mine, "profile_tokens": 0, "facts": False, "episode_dates": False, "speaker_runs": False,
                    "fold_repeats": False, "diversity": 0.0, "passage_tokens": 0,
                    "recall": replace(base, channels=self.channels, timeframes=False, subjects=False),
                    "extractor": NoFacts()}

@@ -50,6 +50,7 @@ VARIANTS: dict[str, tuple[str, dict]] = {
     "two-layer, depth 240": ("two-layer:keyed", {"recall": RecallOptions(depth=240)}),
     "two-layer, neighbours 1": ("two-layer:keyed", {"neighbours": 1}),
     "two-layer, no dates": ("two-layer:keyed", {"episode_dates": False}),
+    "two-layer, a speaker's name on every line": ("two-layer:keyed", {"speaker_runs": False}),
     "two-layer, source episodes of facts too": ("two-layer:keyed", {"episodes_for_facts": True}),
     "two-layer, profile 50": ("two-layer:keyed", {"profile_tokens": 50}),
     "two-layer, profile 0": ("two-layer:keyed", {"profile_tokens": 0}),
@@ -118,7 +119,8 @@ VARIANTS: dict[str, tuple[str, dict]] = {
 # the variants measured on the real dev splits (docs/benchmarks.md): --only-set real
 REAL = ["two-layer (defaults)", "two-layer, no subject", "two-layer, subject weight 1",
         "two-layer, lexical with the subject's name", "two-layer, profile 0",
-        "two-layer, no dates", "two-layer, episodes only (no facts)", "two-layer, passages off (turns whole)",
+        "two-layer, no dates", "two-layer, a speaker's name on every line", "two-layer, episodes only (no facts)",
+        "two-layer, passages off (turns whole)",
         "two-layer, neighbours 1", "two-layer, diversity 0.2", "two-layer, depth 120",
         "two-layer, lexical 1 : dense 1", "two-layer, lexical 1 : dense 0.5", "rag:hybrid (rrf k=2)"]
 _PG: list = []

@@ -10,7 +10,7 @@ from memkit import errors as memkit_errors
 from memkit.models.embed import MiniLMEmbedder
 from memkit.eval.data import DSession, DTurn, Conversation, Probe
 from memkit.eval.runner import run
-from memkit.read.assemble import line_cost
+from memkit.read.lines import line_cost
 from memkit.read.recall import RecallOptions, fuse, recall_episodes
 from memkit.types import Episode, Fact, reproducible_ids
 
@@ -188,7 +188,8 @@ def test_a_long_turn_is_indexed_as_passages_and_the_read_shows_the_one_that_answ
     ctx = m.context("u", "s2", "Which ferry departure did you tell me to book?", budget=200)
     shown = [ANSWER[slice(*i["excerpt"])] for i in ctx.parts[1].items if i["turn_id"] == "s1:2"]
     assert any("7:40 departure from Pier 9" in x for x in shown) and all(tokens.count(x) <= 64 for x in shown)
-    assert "assistant: …" in ctx.text and "7:40 departure from Pier 9" in ctx.text
+    # the excerpt is marked where the turn goes on; under the line above it (the same speaker), without the name
+    assert "\n…For the ferry, book the 7:40 departure from Pier 9" in ctx.text
     assert tokens.count(ANSWER) > 200 and ctx.tokens <= 200  # the whole answer could never have entered
     assert "s1:2" in ctx.turn_ids  # a shown passage covers its turn (the metric counts it)
     assert m.store.episodes("u")[1].content == ANSWER  # the record keeps the whole turn
@@ -668,3 +669,32 @@ def test_a_bulk_left_by_an_exception_keeps_its_turns_and_bulk_does_not_nest(embe
     with pytest.raises(memkit_errors.StoreClosed):
         with memory.bulk():
             pass
+
+
+@pytest.mark.parametrize("runs", [True, False])
+def test_a_speakers_run_of_lines_shows_the_name_once_and_each_line_is_charged_what_it_costs_where_it_lands(runs):
+    # episodes taken in a random order (as ranks come) and shown in the order they were said: the packer's
+    # running account (the name's cost changes for the line below a new one) matches the text it renders
+    import random
+
+    from memkit.read.assemble import EpisodePacker
+
+    rng = random.Random(11)
+    for _ in range(60):
+        said = [Episode(str(i), "u", f"s{i // 5}", f"t{i}", rng.choice(["Ana", "Ben"]), "user",
+                        rng.choice(["I went hiking.", "Nice!", "The ferry leaves at 7:40 from Pier 9."]),
+                        1.7e9 + (i // 5) * 86400 + i) for i in range(15)]
+        packer = EpisodePacker(10_000, skip=lambda e: False, fold_repeats=False, speaker_runs=runs)
+        for rank, e in enumerate(rng.sample(said, rng.randint(1, 15)), 1):
+            assert packer.take(e, rank, "lexical", 1.0, None)
+        part = packer.part()
+        assert sum(item["tokens"] for item in part.items) == packer.used >= part.tokens
+        assert packer.used == sum(line_cost(line) for line in part.text.splitlines())  # each line as rendered
+        lines, above = iter(part.text.splitlines()), None
+        for item in part.items:  # one line each, in the order said; a session's date line resets the run
+            line = next(lines)
+            if line.startswith("["):
+                line, above = next(lines), None
+            named = line.startswith(f"{item['speaker']}: ")
+            assert named == (not runs or above != item["speaker"])
+            above = item["speaker"]

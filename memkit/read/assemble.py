@@ -4,62 +4,21 @@ turns to the parts of a ``Context``, each item with its tokens and why it got in
 
 from __future__ import annotations
 
+import bisect
 import functools
 import heapq
 import re
-from datetime import datetime
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from ..models import tokens
 from ..write.summarize import Summary
 from ..types import Episode, Hit, Part, Recalled, Turn
+from .lines import date_label, episode_line, line_cost, name_cost, render_episodes, said_order, session_header
 
 # The line above each part in the messages (``ReadOptions(headers={...})`` replaces any of them)
 HEADERS = {"facts": "What you know about the user:", "episodes": "From earlier conversations:",
            "summary": "Summary of earlier turns in this session:",
            "documents": "Reference documents (not facts about the user):"}
-
-
-@functools.lru_cache(maxsize=4096)  # a read labels each candidate's date, and the same turns come back read after read
-def date_label(t: float) -> str:
-    """A session date as people write it: ``8 May 2023``."""
-    d = datetime.fromtimestamp(t)
-    return f"{d.day} {d.strftime('%B %Y')}"
-
-
-def episode_line(e: Episode) -> str:
-    """One episode as a context line: ``Caroline: ...``; an excerpt of a long turn is marked ``…`` where the
-    turn goes on."""
-    if e.span is None:
-        return f"{e.speaker}: {e.content}"
-    return f"{e.speaker}: {'…' if e.span[0] else ''}{e.content.strip()}{'…' if e.span[1] < e.span[2] else ''}"
-
-
-def session_header(e: Episode, labelled: bool = False) -> str:
-    """The line above a session's episodes: its date (``[8 May 2023]``), and its id when another shown session
-    has the same date (``[8 May 2023, session s3]``)."""
-    return f"[{date_label(e.time)}, session {e.session_id}]" if labelled else f"[{date_label(e.time)}]"
-
-
-def render_episodes(episodes: Sequence[Episode], dates: bool = True) -> str:
-    """Episodes in the order given; with ``dates``, a header with the session date before each session's run
-    (with the session's id where two shown sessions share a date)."""
-    sessions_on: dict[str, set[str]] = {}
-    for e in episodes:
-        sessions_on.setdefault(date_label(e.time), set()).add(e.session_id)
-    lines: list[str] = []
-    last = None
-    for e in episodes:
-        if dates and e.session_id != last:
-            lines.append(session_header(e, len(sessions_on[date_label(e.time)]) > 1))
-        last = e.session_id
-        lines.append(episode_line(e))
-    return "\n".join(lines)
-
-
-def line_cost(line: str) -> int:
-    """Tokens a line adds to a block (its own tokens and the newline before it): an upper bound."""
-    return tokens.count(line) + 1
 
 
 class FactLines:
@@ -203,9 +162,9 @@ class EpisodePacker:
 
     def __init__(self, budget: int, skip: Callable[[Episode], bool], dates: bool = True,
                  truncates: Callable[[str], bool] | None = None, fold_repeats: bool = True,
-                 near_repeats: float = NEAR_REPEATS) -> None:
+                 near_repeats: float = NEAR_REPEATS, speaker_runs: bool = True) -> None:
         self.budget, self.skip, self.dates, self.truncates = budget, skip, dates, truncates
-        self.fold_repeats, self.near_repeats = fold_repeats, near_repeats
+        self.fold_repeats, self.near_repeats, self.speaker_runs = fold_repeats, near_repeats, speaker_runs
         self.used = 0
         self.chosen: dict[str, tuple[Episode, dict[str, Any]]] = {}
         self.first_of: dict[str, str] = {}  # repeat key -> the episode id shown for it
@@ -213,6 +172,7 @@ class EpisodePacker:
         self.lines_shown: set[str] = set()  # every shown line's words (an excerpt leaves them out)
         self.repeats: dict[str, list[Episode]] = {}  # shown episode id -> the same line said elsewhere
         self.sessions: dict[str, Episode] = {}  # session id -> its first episode shown
+        self.runs: dict[str, list[Episode]] = {}  # session id ("" without dates) -> its lines shown, as said
 
     @property
     def left(self) -> int:
@@ -269,9 +229,21 @@ class EpisodePacker:
             return False
         line = episode_line(e)
         cost = line_cost(line) + self.header_cost(e)
-        if self.used + cost > self.budget:
+        run = self.runs.setdefault(e.session_id if self.dates else "", [])
+        at = bisect.bisect(run, said_order(e), key=said_order)
+        above, below = run[at - 1] if at else None, run[at] if at < len(run) else None
+        change = 0  # what the name before the line below ``e`` costs more (or less) once ``e`` is shown
+        if self.speaker_runs:  # a line said by the speaker of the line above it goes without the name
+            cost -= name_cost(e) if above is not None and above.speaker == e.speaker else 0
+            if below is not None:
+                named_now, named_then = below.speaker != e.speaker, above is None or above.speaker != below.speaker
+                change = (named_now - named_then) * name_cost(below)
+        if self.used + cost + change > self.budget:
             return False
-        self.used += cost
+        self.used += cost + change
+        run.insert(at, e)
+        if change:
+            self.chosen[below.ref][1]["tokens"] += change
         self.sessions.setdefault(e.session_id, e)
         item = {"turn_id": e.turn_id, "text": line, "session_id": e.session_id, "date": date_label(e.time),
                 "speaker": e.speaker, "rank": rank, "why": why, "score": _round(score), "similarity": _round(similarity)}
@@ -294,7 +266,7 @@ class EpisodePacker:
             item["sessions"] = list(dict.fromkeys(x.session_id for x in said))
             item["repeats"] = [x.turn_id for x in sorted(again, key=said_order)]
         ordered = sorted(self.chosen.values(), key=lambda x: said_order(x[0]))
-        text = render_episodes([e for e, _ in ordered], self.dates)
+        text = render_episodes([e for e, _ in ordered], self.dates, self.speaker_runs)
         return Part("episodes", text, tokens.count(text), tuple(item for _, item in ordered))
 
 
@@ -302,7 +274,7 @@ def pack_episodes(recalled: Iterable[Recalled | Hit], budget: int, skip: Callabl
                   neighbours: Callable[[Episode], Sequence[Episode]] | None = None, dates: bool = True,
                   truncates: Callable[[str], bool] | None = None, fold_repeats: bool = True,
                   near_repeats: float = NEAR_REPEATS, passages_per_turn: int = PASSAGES_PER_TURN,
-                  facts: FactLines | None = None, spare_facts: bool = False) -> Part:
+                  facts: FactLines | None = None, spare_facts: bool = False, speaker_runs: bool = True) -> Part:
     """Episodes in fused rank until ``budget`` is spent, shown in the order they were said (``EpisodePacker``).
 
     ``skip`` leaves out what the context already holds (this session's turns, the sources of shown facts);
@@ -315,8 +287,10 @@ def pack_episodes(recalled: Iterable[Recalled | Hit], budget: int, skip: Callabl
     shows (an assistant's sign-off said in every answer). A ``Hit`` among ``recalled`` (``pack_memory``) goes
     to the ``facts`` block, from the same budget; with ``spare_facts``, not when the whole turns it came from
     are shown already (as a shown fact spares its turns, a shown turn spares its fact: nothing said twice).
+    With ``speaker_runs``, a line said by the speaker of the line above it goes without the name
+    (``lines.render_episodes``), and each line is charged what it costs where it lands.
     """
-    packer = EpisodePacker(budget, skip, dates, truncates, fold_repeats, near_repeats)
+    packer = EpisodePacker(budget, skip, dates, truncates, fold_repeats, near_repeats, speaker_runs)
     later: list[tuple[int, Recalled]] = []  # passages of turns that already show ``passages_per_turn``
     passages_of: dict[str, int] = {}  # turn id -> its passages shown
     for rank, r in enumerate(recalled, 1):
@@ -340,11 +314,6 @@ def pack_episodes(recalled: Iterable[Recalled | Hit], budget: int, skip: Callabl
             break
         packer.take(r.item, rank, r.why, r.score, r.similarity)
     return packer.part()
-
-
-def said_order(e: Episode) -> tuple[int, int]:
-    """Episodes in the order they were said; passages of one turn in the turn's order."""
-    return int(e.id), e.span[0] if e.span else 0
 
 
 def pack_turns(window: Sequence[Turn], budget: int) -> list[Turn]:

@@ -10,7 +10,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from . import assemble, timeframe
+from . import assemble, lines, timeframe
 from .. import validate
 from .budget import plan_budget
 from ..errors import ConfigError
@@ -30,7 +30,8 @@ class ReadOptions:
     ``k`` facts recalled above the similarity floor ``min_score``; ``profile_tokens`` for the user's most
     important facts whatever the question (at most 15% of the budget); ``recall`` the channels and their
     fusion; ``facts`` and ``episodes`` which long-term items are searched; ``neighbours`` turns around each
-    recalled turn; ``episode_dates`` a date line per session shown; ``episodes_for_facts`` whether a shown
+    recalled turn; ``episode_dates`` a date line per session shown; ``speaker_runs`` a speaker's name once
+    for their lines one after another (``lines.render_episodes``); ``episodes_for_facts`` whether a shown
     fact's source turn is shown too; ``window_share`` of the budget kept for this session's newest turns;
     ``document_share`` for a retriever's documents; ``fold_repeats`` and ``near_repeats`` (words this alike)
     show a line said again once; ``passages_per_turn`` of a long turn before other turns have theirs;
@@ -46,6 +47,7 @@ class ReadOptions:
     episodes: bool = True
     neighbours: int = 0
     episode_dates: bool = True
+    speaker_runs: bool = True
     episodes_for_facts: bool = False
     window_share: float = 0.3
     document_share: float = 0.25
@@ -107,7 +109,7 @@ def read(store: FactStore, policy: "Policy", buf: "EpisodicBuffer", query: str, 
     plan = plan_budget(budget, [t.tokens for t in window], docs is not None, options.document_share,
                        options.window_share, options.profile_tokens, options.recall.depth)
     when = timeframe.parse(query, asked) if options.recall.timeframes else None
-    notes += (f"question time {assemble.date_label(asked)}: {when.describe()}",) if when else ()
+    notes += (f"question time {lines.date_label(asked)}: {when.describe()}",) if when else ()
     hits, episodes, subject = recall(store, policy, user_id, session_id, query, plan, k or options.k,
                                      options.min_score if min_score is None else min_score, options.recall,
                                      options.facts, options.episodes, when)
@@ -119,7 +121,7 @@ def read(store: FactStore, policy: "Policy", buf: "EpisodicBuffer", query: str, 
         neighbours=(lambda e: store.neighbours(user_id, e, options.neighbours)) if options.neighbours else None,
         dates=options.episode_dates, truncates=getattr(store.embedder, "truncates", None),
         fold_repeats=options.fold_repeats, near_repeats=options.near_repeats,
-        passages_per_turn=options.passages_per_turn)
+        passages_per_turn=options.passages_per_turn, speaker_runs=options.speaker_runs)
     left -= facts.tokens + eps.tokens
     summary_part = assemble.pack_summary(summary, left - plan.newest)
     chosen: list[Turn] = assemble.pack_turns(window, left - summary_part.tokens)
