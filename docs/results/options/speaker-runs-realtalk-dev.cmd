@@ -1,0 +1,1 @@
+python scripts/measure_recall_options.py --data '../shared/devdata/realtalk/Chat_[1-5]_*.json' --format realtalk --budget 400,1200 --jobs 2 --embed-cache /work/cache/embeddings.sqlite3 --name speaker-runs-realtalk-dev --out docs/results/options --only 'two-layer (defaults)' --only 'two-layer, a speaker'"'"'s name on every line'
