@@ -229,11 +229,11 @@ class EpisodePacker:
             return False
         line = episode_line(e)
         cost = line_cost(line) + self.header_cost(e)
-        run = self.runs.setdefault(e.session_id if self.dates else "", [])
-        at = bisect.bisect(run, said_order(e), key=said_order)
-        above, below = run[at - 1] if at else None, run[at] if at < len(run) else None
-        change = 0  # what the name before the line below ``e`` costs more (or less) once ``e`` is shown
+        change, below = 0, None  # what the name before the line below ``e`` costs more (or less) once ``e`` is shown
         if self.speaker_runs:  # a line said by the speaker of the line above it goes without the name
+            run = self.runs.setdefault(e.session_id if self.dates else "", [])
+            at = bisect.bisect(run, said_order(e), key=said_order)
+            above, below = run[at - 1] if at else None, run[at] if at < len(run) else None
             cost -= name_cost(e) if above is not None and above.speaker == e.speaker else 0
             if below is not None:
                 named_now, named_then = below.speaker != e.speaker, above is None or above.speaker != below.speaker
@@ -241,7 +241,8 @@ class EpisodePacker:
         if self.used + cost + change > self.budget:
             return False
         self.used += cost + change
-        run.insert(at, e)
+        if self.speaker_runs:
+            run.insert(at, e)
         if change:
             self.chosen[below.ref][1]["tokens"] += change
         self.sessions.setdefault(e.session_id, e)
