@@ -7,3 +7,5 @@ python scripts/measure_recall_options.py --data ../shared/devdata/beam/100K --fo
 # command above with --embed-cache; the row "at e5fd6f0" is also 821685d unpatched (the reads between changed no BEAM result)
 # dates for time questions rows: docs/results/experiments/dates-asked.diff applied to ce43a60, then MEMKIT_EXP_DATES_ASKED=1 and the
 # command above with --embed-cache; the row "at ce43a60" is ce43a60 unpatched
+# scores fused rows: docs/results/experiments/convex.diff applied to 63b7ef3, then MEMKIT_EXP_CC=0.7,1,mm and the command above with
+# --embed-cache; the row "at 63b7ef3" is 63b7ef3 unpatched

@@ -16,3 +16,5 @@ python scripts/measure_recall_options.py --data '../shared/devdata/realtalk/Chat
 # --embed-cache; the row "at 359d695" is also ca0ac9d unpatched
 # dates for time questions rows: docs/results/experiments/dates-asked.diff applied to ce43a60, then MEMKIT_EXP_DATES_ASKED=1 and the
 # command above with --embed-cache; the row "at ce43a60" is ce43a60 unpatched
+# scores fused rows: docs/results/experiments/convex.diff applied to 63b7ef3, then MEMKIT_EXP_CC=<dense share>,<weight>,<mm|max> and
+# the command above with --embed-cache; the row "at 63b7ef3" is 63b7ef3 unpatched
