@@ -18,3 +18,5 @@ python scripts/measure_recall_options.py --data '../shared/devdata/realtalk/Chat
 # command above with --embed-cache; the row "at ce43a60" is ce43a60 unpatched
 # scores fused rows: docs/results/experiments/convex.diff applied to 63b7ef3, then MEMKIT_EXP_CC=<dense share>,<weight>,<mm|max> and
 # the command above with --embed-cache; the row "at 63b7ef3" is 63b7ef3 unpatched
+# dense feedback rows: docs/results/experiments/dense-feedback.diff applied to 63b7ef3, then MEMKIT_EXP_DPRF=<top turns>,<their
+# weight>,<the ranking's weight> and the command above with --embed-cache; compare with the row "at 63b7ef3"
