@@ -55,6 +55,11 @@ VARIANTS: dict[str, tuple[str, dict]] = {
     "two-layer, profile 50": ("two-layer:keyed", {"profile_tokens": 50}),
     "two-layer, profile 0": ("two-layer:keyed", {"profile_tokens": 0}),
     "two-layer, episodes only (no facts)": ("two-layer:keyed", {"facts": False, "profile_tokens": 0}),
+    # fewer recalled facts on the one list (ReadOptions.k, 5 by default; standing instructions and the profile
+    # block as they are): run(k=...)
+    "two-layer, 1 recalled fact": ("two-layer:keyed", {"k": 1}),
+    "two-layer, 2 recalled facts": ("two-layer:keyed", {"k": 2}),
+    "two-layer, 3 recalled facts": ("two-layer:keyed", {"k": 3}),
     "two-layer, repeats not folded": ("two-layer:keyed", {"fold_repeats": False}),
     "two-layer, identical repeats only": ("two-layer:keyed", {"near_repeats": 1.0}),
     "two-layer, near repeats 0.6": ("two-layer:keyed", {"near_repeats": 0.6}),

@@ -1,0 +1,1 @@
+python scripts/measure_recall_options.py --data '../shared/devdata/realtalk/Chat_[1-5]_*.json' --format realtalk --budget 400,1200 --jobs 2 --embed-cache /work/cache/embeddings.sqlite3 --name realtalk-dev-k --out docs/results/options --only 'two-layer (defaults)' --only 'two-layer, 1 recalled fact' --only 'two-layer, 2 recalled facts' --only 'two-layer, 3 recalled facts'
