@@ -44,6 +44,23 @@ def test_generated_docs_are_current():
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+def test_the_benchmarks_page_lists_every_section_with_a_link_to_it():
+    """docs/benchmarks.md opens with its sections in order, each linked by the id GitHub gives a heading (its
+    rule, on examples of it: punctuation out but hyphens, spaces as hyphens, repeats numbered)."""
+    from memkit.eval.report import anchor
+
+    taken: dict[str, int] = {}
+    assert anchor("What's new?", taken) == "#whats-new"
+    assert anchor("C++ & Rust: `Memory.context` (2 cores)", taken) == "#c--rust-memorycontext-2-cores"
+    assert anchor("What's new?", taken) == "#whats-new-1"
+    text = (ROOT / "docs" / "benchmarks.md").read_text("utf-8")
+    headings = re.findall(r"^## (.+)$", text, re.M)
+    links = re.findall(r"^- \[(.+)\]\((#[^)]+)\)$", text, re.M)
+    assert len(headings) > 20 and [title for title, _ in links] == headings
+    taken = {}
+    assert [link for _, link in links] == [anchor(h, taken) for h in headings]
+
+
 def test_readme_is_a_guide():
     readme = (ROOT / "README.md").read_text("utf-8")
     assert len(readme.splitlines()) <= 250

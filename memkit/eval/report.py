@@ -11,6 +11,7 @@ A run folder (``docs/results/<name>/``) holds what ``memkit bench`` wrote: ``run
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Sequence
 
@@ -203,13 +204,23 @@ SECTION_KINDS = {"run": run_section, "options": options_section, "scale": scale_
                  "ops": ops_section, "table": table_section}
 
 
+def anchor(title: str, taken: dict[str, int]) -> str:
+    """The link GitHub gives a heading: lower case, without punctuation but hyphens and underscores, spaces as
+    hyphens; a heading seen before (``taken``) gets ``-1``, ``-2`` ..."""
+    slug = re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-")
+    n = taken.get(slug, 0)
+    taken[slug] = n + 1
+    return f"#{slug}" + (f"-{n}" if n else "")
+
+
 def page(sections: Sequence[tuple[str, Path, str]], intro: str) -> str:
-    """The whole page: ``intro``, then each ``(kind, path, title)`` section (a kind of ``SECTION_KINDS``) in
-    order."""
-    parts = [intro.strip(), ""]
-    for kind, path, title in sections:
-        if path.exists():
-            parts.append(SECTION_KINDS[kind](path, title))
+    """The whole page: ``intro``, a list of its sections linked, then each ``(kind, path, title)`` section (a
+    kind of ``SECTION_KINDS``) in order."""
+    shown = [(kind, path, title) for kind, path, title in sections if path.exists()]
+    taken: dict[str, int] = {}
+    parts = [intro.strip(), "", "**Contents**", "",
+             *[f"- [{title}]({anchor(title, taken)})" for _, _, title in shown], ""]
+    parts += [SECTION_KINDS[kind](path, title) for kind, path, title in shown]
     return "\n".join(parts).rstrip() + "\n"
 
 
