@@ -141,7 +141,7 @@ class RawTurnRetrieval(TwoLayer):
     into the budget, with this session's newest turns; no facts, no summary, no dates, repeats not folded, no
     diversity, a speaker's name on every line, long turns whole (no passages), no reading of the question's
     time, no ranking up of the person it names; both channels at weight 1 (``EVEN``, unless a given
-    ``recall`` sets others). Of the memory options it takes only those that shape a read of raw turns (``OWN``)."""
+    ``recall`` sets its own ``weights``). Of the memory options it takes only those that shape a read of raw turns (``OWN``)."""
 
     keeps_facts = False
     channels: ClassVar[tuple[str, ...]] = ("lexical", "dense")
@@ -152,7 +152,8 @@ class RawTurnRetrieval(TwoLayer):
                  **memory_options: Any) -> None:
         self.user_id = user_id
         mine = {key: v for key, v in memory_options.items() if key in self.OWN}
-        base = mine.pop("recall", None) or RecallOptions(weights=self.EVEN)
+        base = mine.pop("recall", None) or RecallOptions()
+        base = base if base.weights is not None else replace(base, weights=self.EVEN)
         options = {**mine, "profile_tokens": 0, "facts": False, "episode_dates": False, "speaker_runs": False,
                    "fold_repeats": False, "diversity": 0.0, "passage_tokens": 0,
                    "recall": replace(base, channels=self.channels, timeframes=False, subjects=False),

@@ -252,6 +252,20 @@ def test_the_raw_hybrid_baseline_fuses_its_channels_evenly_and_two_layer_weighs_
     assert fuse(rankings, hybrid)[0][0] == "a" and fuse(rankings, two_layer)[0][0] == "b"
 
 
+def test_a_baseline_given_recall_options_without_weights_keeps_its_even_ones_and_given_weights_uses_them(embedder):
+    from memkit.read.recall import RecallOptions
+    from memkit.strategies import make
+
+    def recall_of(name: str, options: RecallOptions) -> RecallOptions:
+        return make(name, "u", 400, store=FactStore.ephemeral(embedder), recall=options).memory.read_options.recall
+
+    other_k = recall_of("rag:hybrid", RecallOptions(rrf_k=2))
+    assert other_k.rrf_k == 2 and other_k.weight("lexical") == other_k.weight("dense") == 1.0
+    tilted = recall_of("rag:hybrid", RecallOptions(weights=(("lexical", 0.5), ("dense", 1.0))))
+    assert tilted.weight("lexical") == 0.5 and tilted.weight("dense") == 1.0
+    assert recall_of("two-layer:keyed", RecallOptions(rrf_k=2)).weight("lexical") == 0.5
+
+
 def test_facts_and_episodes_share_one_collection_per_user_without_clashing_ids(store):
     from memkit.types import Fact
 

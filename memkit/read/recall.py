@@ -29,18 +29,18 @@ RRF_K = 10  # reciprocal rank fusion constant: 60 in Cormack et al. 2009; 10 (do
 PERSON_WEIGHT = 3.0  # the ranking of the turns of the person asked about (docs/decisions.md, "The user's own turns")
 LEXICAL_WEIGHT = 0.5  # the lexical channel's, beside the dense one's 1 (docs/decisions.md, "Channel weights")
 INSTRUCTIONS = 1  # standing instructions shown first (docs/decisions.md, "Standing instructions")
+WEIGHTS = (("lexical", LEXICAL_WEIGHT), ("dense", 1.0))  # the channels' weights when a read gives none
 DEPTH = 50  # candidates read from each channel before fusion (docs/decisions.md, "Candidates per channel")
 
 
 @dataclass(frozen=True)
 class RecallOptions:
-    """Which channels to use, their weight in the fusion, and how deep to read each one.
-
-    ``floor`` drops dense hits of *facts* below that similarity (a fact found lexically needs no floor).
+    """Which channels to use, their weight in the fusion (None: the reader's own, ``WEIGHTS`` for two-layer
+    memory, even for the raw-turn baselines: ``strategies.RawTurnRetrieval``), and how deep to read each one.
     Episodes have no floor: they compete on fused rank for the budget."""
 
     channels: tuple[str, ...] = CHANNELS
-    weights: tuple[tuple[str, float], ...] = (("lexical", LEXICAL_WEIGHT), ("dense", 1.0))
+    weights: tuple[tuple[str, float], ...] | None = None
     depth: int = DEPTH
     rrf_k: int = RRF_K
     timeframes: bool = True  # a question's relative time ranks the turns of that time up (memkit/read/timeframe.py)
@@ -71,7 +71,7 @@ class RecallOptions:
     def weight(self, channel: str) -> float:
         """A ranking's weight in the fusion: as ``weights`` gives it, else ``PERSON_WEIGHT`` for the turns of the
         person a question is about, named or the user (``subject.Subject.ranking``), else 1."""
-        return dict(self.weights).get(channel, PERSON_WEIGHT if channel in (USER, SUBJECT) else 1.0)
+        return dict(WEIGHTS if self.weights is None else self.weights).get(channel, PERSON_WEIGHT if channel in (USER, SUBJECT) else 1.0)
 
 
 def fuse(rankings: dict[str, Sequence[str]], options: RecallOptions) -> list[tuple[str, float, dict[str, int]]]:
