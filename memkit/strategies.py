@@ -141,7 +141,7 @@ class RawTurnRetrieval(TwoLayer):
     into the budget, with this session's newest turns; no facts, no summary, no dates, repeats not folded, no
     diversity, a speaker's name on every line, long turns whole (no passages), no reading of the question's
     time, no ranking up of the person it names; both channels at weight 1 (``EVEN``, unless a given
-    ``recall`` sets its own ``weights``). Of the memory options it takes only those that shape a read of raw turns (``OWN``)."""
+    ``recall``'s ``weights`` set others). Of the memory options it takes only those that shape a read of raw turns (``OWN``)."""
 
     keeps_facts = False
     channels: ClassVar[tuple[str, ...]] = ("lexical", "dense")
@@ -153,7 +153,7 @@ class RawTurnRetrieval(TwoLayer):
         self.user_id = user_id
         mine = {key: v for key, v in memory_options.items() if key in self.OWN}
         base = mine.pop("recall", None) or RecallOptions()
-        base = base if base.weights is not None else replace(base, weights=self.EVEN)
+        base = replace(base, weights=self.EVEN + base.weights)  # the given weights replace these
         options = {**mine, "profile_tokens": 0, "facts": False, "episode_dates": False, "speaker_runs": False,
                    "fold_repeats": False, "diversity": 0.0, "passage_tokens": 0,
                    "recall": replace(base, channels=self.channels, timeframes=False, subjects=False),

@@ -252,7 +252,7 @@ def test_the_raw_hybrid_baseline_fuses_its_channels_evenly_and_two_layer_weighs_
     assert fuse(rankings, hybrid)[0][0] == "a" and fuse(rankings, two_layer)[0][0] == "b"
 
 
-def test_a_baseline_given_recall_options_without_weights_keeps_its_even_ones_and_given_weights_uses_them(embedder):
+def test_given_weights_replace_only_the_rankings_they_name_on_a_baseline_or_two_layer_memory(embedder):
     from memkit.read.recall import RecallOptions
     from memkit.strategies import make
 
@@ -264,6 +264,10 @@ def test_a_baseline_given_recall_options_without_weights_keeps_its_even_ones_and
     tilted = recall_of("rag:hybrid", RecallOptions(weights=(("lexical", 0.5), ("dense", 1.0))))
     assert tilted.weight("lexical") == 0.5 and tilted.weight("dense") == 1.0
     assert recall_of("two-layer:keyed", RecallOptions(rrf_k=2)).weight("lexical") == 0.5
+    # weights given for one ranking leave the others at the reader's own
+    person = RecallOptions(weights=(("user", 1.0),))
+    assert (person.weight("user"), person.weight("lexical"), person.weight("dense")) == (1.0, 0.5, 1.0)
+    assert recall_of("rag:hybrid", person).weight("lexical") == 1.0
 
 
 def test_facts_and_episodes_share_one_collection_per_user_without_clashing_ids(store):

@@ -29,18 +29,17 @@ RRF_K = 10  # reciprocal rank fusion constant: 60 in Cormack et al. 2009; 10 (do
 PERSON_WEIGHT = 3.0  # the ranking of the turns of the person asked about (docs/decisions.md, "The user's own turns")
 LEXICAL_WEIGHT = 0.5  # the lexical channel's, beside the dense one's 1 (docs/decisions.md, "Channel weights")
 INSTRUCTIONS = 1  # standing instructions shown first (docs/decisions.md, "Standing instructions")
-WEIGHTS = (("lexical", LEXICAL_WEIGHT), ("dense", 1.0))  # the channels' weights when a read gives none
+WEIGHTS = (("lexical", LEXICAL_WEIGHT), ("dense", 1.0))  # the channels' weights, unless a read's options give others
 DEPTH = 50  # candidates read from each channel before fusion (docs/decisions.md, "Candidates per channel")
 
 
 @dataclass(frozen=True)
 class RecallOptions:
-    """Which channels to use, their weight in the fusion (None: the reader's own, ``WEIGHTS`` for two-layer
-    memory, even for the raw-turn baselines: ``strategies.RawTurnRetrieval``), and how deep to read each one.
-    Episodes have no floor: they compete on fused rank for the budget."""
+    """Which channels to use, the weights in the fusion that replace the reader's own (``weight``), and how deep
+    to read each one. The raw-turn baselines' own channel weights are even (``strategies.RawTurnRetrieval``)."""
 
     channels: tuple[str, ...] = CHANNELS
-    weights: tuple[tuple[str, float], ...] | None = None
+    weights: tuple[tuple[str, float], ...] = ()
     depth: int = DEPTH
     rrf_k: int = RRF_K
     timeframes: bool = True  # a question's relative time ranks the turns of that time up (memkit/read/timeframe.py)
@@ -69,9 +68,10 @@ class RecallOptions:
             raise ValueError(f"unknown recall channels {sorted(unknown)}; choose from {CHANNELS}")
 
     def weight(self, channel: str) -> float:
-        """A ranking's weight in the fusion: as ``weights`` gives it, else ``PERSON_WEIGHT`` for the turns of the
-        person a question is about, named or the user (``subject.Subject.ranking``), else 1."""
-        return dict(WEIGHTS if self.weights is None else self.weights).get(channel, PERSON_WEIGHT if channel in (USER, SUBJECT) else 1.0)
+        """A ranking's weight in the fusion: as ``weights`` gives it, else as ``WEIGHTS`` does (the channels), else
+        ``PERSON_WEIGHT`` for the turns of the person a question is about, named or the user
+        (``subject.Subject.ranking``), else 1."""
+        return dict(WEIGHTS + self.weights).get(channel, PERSON_WEIGHT if channel in (USER, SUBJECT) else 1.0)
 
 
 def fuse(rankings: dict[str, Sequence[str]], options: RecallOptions) -> list[tuple[str, float, dict[str, int]]]:
