@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -108,9 +109,13 @@ def measure(users: int, items: int, reads: int, seed: int = 0) -> list[dict[str,
         for put_back in undo:
             put_back()
         memory.close()
+        shutil.rmtree(folder, ignore_errors=True)  # as bench-scale does: the store was only for this timing
 
     size = f"{users}x{items}"
-    ms = lambda s: round(s / reads * 1000, 3)  # noqa: E731
+
+    def ms(seconds: float) -> float:
+        return round(seconds / reads * 1000, 3)
+
     rows = [{"size": size, "step": label, "ms per read": ms(steps.seconds[label]),
              "calls per read": round(steps.calls[label] / reads, 2),
              "share of the read": f"{steps.seconds[label] / context_s:.0%}"} for label in [s for _, s in STEPS] + [PACKING]]
