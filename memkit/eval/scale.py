@@ -43,6 +43,7 @@ CHAT = ["I went {o} with my sister last weekend.", "Honestly {o} is the best par
 TURNS = ["I prefer {o} these days.", "We moved from {o} to {p} last month.", "I don't use {o} anymore.",
          "My sister recommends {o}.", "Honestly I could talk about {o} all day."]
 _SUFFIX = re.compile(r" #\d+$")
+SINCE = 1.7e9  # when the synthetic facts and turns begin (14 November 2023), a second or a minute apart
 
 
 def synthetic_facts(user_id: str, n: int, rng: random.Random, numbered: bool = True) -> list[Fact]:
@@ -52,15 +53,15 @@ def synthetic_facts(user_id: str, n: int, rng: random.Random, numbered: bool = T
         texts = [f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} #{i}" for i in range(n)]
     else:
         texts = [f"{s} {v} {o}." for s, v, o in rng.sample([(s, v, o) for s in SUBJECTS for v in VERBS for o in OBJECTS], n)]
-    return [Fact(id=f"{user_id}-{i}", user_id=user_id, importance=round(rng.random(), 2), created_at=1.0 + i,
-                 valid_from=1.0 + i, text=text) for i, text in enumerate(texts)]
+    return [Fact(id=f"{user_id}-{i}", user_id=user_id, importance=round(rng.random(), 2), created_at=SINCE + i,
+                 valid_from=SINCE + i, text=text) for i, text in enumerate(texts)]
 
 
 def synthetic_episodes(user_id: str, n: int, rng: random.Random) -> list[Episode]:
     """``n`` short chat turns for one user, ten per session, two speakers."""
     return [Episode("", user_id, f"s{i // 10}", f"s{i // 10}:{i % 10}", ("Ana", "Ben")[i % 2],
                     ("user", "assistant")[i % 2], rng.choice(CHAT).format(o=rng.choice(OBJECTS)) + f" #{i}",
-                    1.7e9 + 60 * i, 12) for i in range(n)]
+                    SINCE + 60 * i, 12) for i in range(n)]
 
 
 def short_sentences(n: int, rng: random.Random) -> list[str]:
