@@ -20,3 +20,5 @@ python scripts/measure_recall_options.py --data '../shared/devdata/realtalk/Chat
 # the command above with --embed-cache; the row "at 63b7ef3" is 63b7ef3 unpatched
 # dense feedback rows: docs/results/experiments/dense-feedback.diff applied to 63b7ef3, then MEMKIT_EXP_DPRF=<top turns>,<their
 # weight>,<the ranking's weight> and the command above with --embed-cache; compare with the row "at 63b7ef3"
+# named people rows: docs/results/experiments/named-people.diff applied to e600eb3, then MEMKIT_EXP_BOTH=<weight> (0: unpatched) and
+# the command above with --embed-cache
