@@ -700,7 +700,8 @@ def test_a_speakers_run_of_lines_shows_the_name_once_and_each_line_is_charged_wh
     rng = random.Random(11)
     for _ in range(60):
         said = [Episode(str(i), "u", f"s{i // 5}", f"t{i}", rng.choice(["Ana", "Ben"]), "user",
-                        rng.choice(["I went hiking.", "Nice!", "The ferry leaves at 7:40 from Pier 9."]),
+                        rng.choice(["I went hiking.", "Nice!", "The ferry leaves at 7:40 from Pier 9.",
+                                    "Note: the ferry leaves at 7:40."]),
                         1.7e9 + (i // 5) * 86400 + i) for i in range(15)]
         packer = EpisodePacker(10_000, skip=lambda e: False, fold_repeats=False, speaker_runs=runs)
         for rank, e in enumerate(rng.sample(said, rng.randint(1, 15)), 1):
@@ -714,5 +715,7 @@ def test_a_speakers_run_of_lines_shows_the_name_once_and_each_line_is_charged_wh
             if line.startswith("["):
                 line, above = next(lines), None
             named = line.startswith(f"{item['speaker']}: ")
-            assert named == (not runs or above != item["speaker"])
+            # a line that starts like a name of its own ("Note: ...") keeps its speaker's, or it reads as said by "Note"
+            name_like = item["text"].startswith(f"{item['speaker']}: Note:")
+            assert named == (not runs or above != item["speaker"] or name_like)
             above = item["speaker"]

@@ -13,7 +13,8 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from ..models import tokens
 from ..write.summarize import Summary
 from ..types import Episode, Hit, Part, Recalled, Turn
-from .lines import date_label, episode_line, line_cost, name_cost, render_episodes, said_order, session_header
+from .lines import (date_label, episode_line, line_cost, name_cost, render_episodes, said_order, session_header,
+                    unnamed)
 
 # The line above each part in the messages (``ReadOptions(headers={...})`` replaces any of them)
 HEADERS = {"facts": "What you know about the user:", "episodes": "From earlier conversations:",
@@ -234,9 +235,10 @@ class EpisodePacker:
             run = self.runs.setdefault(e.session_id if self.dates else "", [])
             at = bisect.bisect(run, said_order(e), key=said_order)
             above, below = run[at - 1] if at else None, run[at] if at < len(run) else None
-            cost -= name_cost(e) if above is not None and above.speaker == e.speaker else 0
+            voice = above.speaker if above is not None else None
+            cost -= name_cost(e) if unnamed(e, voice) else 0
             if below is not None:
-                named_now, named_then = below.speaker != e.speaker, above is None or above.speaker != below.speaker
+                named_now, named_then = not unnamed(below, e.speaker), not unnamed(below, voice)
                 change = (named_now - named_then) * name_cost(below)
         if self.used + cost + change > self.budget:
             return False

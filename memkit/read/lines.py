@@ -6,6 +6,7 @@ before what they said (once for a run of their lines: ``speaker_runs``), and wha
 from __future__ import annotations
 
 import functools
+import re
 from datetime import datetime
 from typing import Sequence
 
@@ -33,6 +34,17 @@ def episode_line(e: Episode) -> str:
     return f"{e.speaker}: {said_line(e)}"
 
 
+# what reads as a speaker's name at the start of a line: one to three words and a colon ("Note: ...", "Mary Ann: ...")
+NAME_LIKE = re.compile(r"\s*[^\W\d_][\w'’.-]*(?: [\w'’.-]+){0,2}:(?:\s|$)")
+
+
+def unnamed(e: Episode, voice: str | None) -> bool:
+    """Whether ``e``'s line goes without its speaker's name after a line of ``voice`` (``speaker_runs``): said by
+    the same speaker, unless what it says starts like a name of its own ("Note: bring the tickets" would read as
+    said by "Note")."""
+    return e.speaker == voice and not NAME_LIKE.match(said_line(e))
+
+
 def session_header(e: Episode, labelled: bool = False) -> str:
     """The line above a session's episodes: its date (``[8 May 2023]``), and its id when another shown session
     has the same date (``[8 May 2023, session s3]``)."""
@@ -47,7 +59,7 @@ def said_order(e: Episode) -> tuple[int, int]:
 def render_episodes(episodes: Sequence[Episode], dates: bool = True, speaker_runs: bool = True) -> str:
     """Episodes in the order given; with ``dates``, a header with the session date before each session's run
     (with the session's id where two shown sessions share a date). With ``speaker_runs``, a line said by the
-    speaker of the line above it, under the same header, goes without the name (``said_line``)."""
+    speaker of the line above it, under the same header, goes without the name (``unnamed``)."""
     sessions_on: dict[str, set[str]] = {}
     for e in episodes:
         sessions_on.setdefault(date_label(e.time), set()).add(e.session_id)
@@ -58,7 +70,7 @@ def render_episodes(episodes: Sequence[Episode], dates: bool = True, speaker_run
             lines.append(session_header(e, len(sessions_on[date_label(e.time)]) > 1))
             voice = None
         last = e.session_id
-        lines.append(said_line(e) if speaker_runs and e.speaker == voice else episode_line(e))
+        lines.append(said_line(e) if speaker_runs and unnamed(e, voice) else episode_line(e))
         voice = e.speaker
     return "\n".join(lines)
 
