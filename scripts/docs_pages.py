@@ -96,7 +96,8 @@ SECTIONS = [
      "What each offline embedder costs (run alone on 2 cores; passages of 128 tokens, short user lines, one "
      "question a call)"),
     ("scale", RESULTS / "scale",
-     "Read and write paths as users and items grow (`Memory.context`, `Memory.observe`; run alone on 2 cores)"),
+     "Read and write paths as users and items grow (`Memory.context`, `Memory.observe`; each size at three draws "
+     "of its items and questions, `--seed`; run alone on 2 cores)"),
     ("table", RESULTS / "read-stages" / "read-stages.csv",
      "Where a read's time goes (`Memory.context` at 400 tokens, each step without the steps it calls; means; run "
      "alone on 2 cores)"),

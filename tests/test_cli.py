@@ -3,6 +3,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -175,11 +177,15 @@ def test_bench_starts_and_stops_a_local_dask_cluster(tmp_path):
 def test_bench_scale_writes_its_table_and_command_for_the_benchmarks_page(tmp_path):
     from memkit.eval.report import scale_section
 
-    out = _memkit("bench-scale", "--size", "2x6", "--queries", "4", "--out", str(tmp_path / "scale"))
+    out = _memkit("bench-scale", "--size", "2x6", "--size", "3x4", "--seed", "4", "--seed", "0", "--queries", "4",
+                  "--out", str(tmp_path / "scale"))
     assert out.returncode == 0, out.stderr
-    assert (tmp_path / "scale" / "scale.cmd").read_text().startswith("memkit bench-scale --size 2x6 --queries 4")
+    assert (tmp_path / "scale" / "scale.cmd").read_text().startswith("memkit bench-scale --size 2x6 --size 3x4 --seed 4")
+    # each size with each seed asked for, whatever its place in the command (the data drawn follows the seed)
+    table = pd.read_csv(tmp_path / "scale" / "scale.csv")
+    assert list(zip(table["users"], table["seed"])) == [(2, 4), (2, 0), (3, 4), (3, 0)]
     section = scale_section(tmp_path / "scale", "Scale")
-    row = next(line for line in section.splitlines() if line.startswith("| persistent 2 × 6 |"))
+    row = next(line for line in section.splitlines() if line.startswith("| persistent 3 × 4, seed 0 |"))
     assert row.count("|") == 10 and "×" in row.split("|")[5]  # every column filled, the ratio as a factor
     assert re.search(r"× \[\d+\.\d\d, \d+\.\d\d\]", row.split("|")[5])  # with the reads' own interval
 

@@ -213,7 +213,8 @@ def cmd_bench_scale(args: argparse.Namespace) -> int:
     if min(min(p) for p in parsed) <= 0 or args.queries <= 0 or args.max_users <= 0 or not 0.0 <= args.episodes < 1.0:
         raise ConfigError("--size, --queries and --max-users must be positive and --episodes in [0, 1)")
     out = out_dir(args.out)
-    table = run(sizes, backends, args.queries, args.episodes, args.max_users, partial=out / "scale.partial.csv")
+    table = run(sizes, backends, args.queries, args.episodes, args.max_users, partial=out / "scale.partial.csv",
+                seeds=args.seed or [0])
     table.to_csv(out / "scale.csv", index=False)
     (out / "scale.partial.csv").unlink(missing_ok=True)
     (out / "scale.cmd").write_text(_command(getattr(args, "argv", [])) + "\n")  # docs/benchmarks.md shows it
@@ -331,6 +332,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="users whose indexes stay loaded (LRU cap; default: the store's own)")
     s.add_argument("--queries", type=int, default=200,
                    help="timed reads per size and call (default: %(default)s)")
+    s.add_argument("--seed", type=int, action="append", default=None,
+                   help="the draw of the synthetic items and of the questions' order, the same for every size; "
+                        "repeat for a row per draw (default 0)")
     s.add_argument("--out", required=True, help="folder for scale.csv")
     s.set_defaults(func=cmd_bench_scale)
     e = sub.add_parser("bench-embed", help="offline embedder throughput (short sentences per second)")

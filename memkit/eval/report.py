@@ -133,12 +133,14 @@ SCALE_COLUMNS = [("context_p50_ms", "context p50 ms", "{:.1f}"), ("context_p95_m
 
 
 def scale_section(folder: Path, title: str) -> str:
-    """The table of ``memkit bench-scale``: one row per backend and size, the read and write paths beside
-    the bare index calls they wrap (a size that failed shows its error)."""
+    """The table of ``memkit bench-scale``: one row per backend and size (and seed, when the run drew several),
+    the read and write paths beside the bare index calls they wrap (a size that failed shows its error)."""
     table = pd.read_csv(folder / "scale.csv")
+    seeds = "seed" in table and table["seed"].nunique() > 1
     rows = []
     for _, r in table.iterrows():
         size = f"{r['backend']} {int(r['users']):,} × {int(r['items_per_user']):,}"
+        size += f", seed {int(r['seed'])}" if seeds else ""
         if isinstance(r.get("error"), str):
             rows.append([size, *(["–"] * (len(SCALE_COLUMNS) - 1)), r["error"]])
             continue

@@ -9,6 +9,7 @@ of the stored text or the lexical index); every query and every observed turn is
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import random
 import re
@@ -205,8 +206,8 @@ def measure(users: int, items_per_user: int, backend: str = "persistent", querie
     (b50, b95), (m50, _), (f50, _), (n50, n95) = _pct(bare_read), _pct(msearch), _pct(fsearch), _pct(index_calls)
     (w50, w95), (x50, x95) = _pct(observe), _pct(bare_write)
     ratio = ratio_interval(context, bare_read)  # the reads' own spread: each round timed both
-    return {"backend": backend, "users": users, "items_per_user": items_per_user, "items": users * items_per_user,
-            "max_users": max_users, "load_items_per_s": users * items_per_user / load_s,
+    return {"backend": backend, "users": users, "items_per_user": items_per_user, "seed": seed,
+            "items": users * items_per_user, "max_users": max_users, "load_items_per_s": users * items_per_user / load_s,
             "context_p50_ms": c50, "context_p95_ms": c95, "bare_read_p50_ms": b50, "bare_read_p95_ms": b95,
             "context_vs_bare_p95": c95 / b95, "context_vs_bare_p95_low": ratio[0], "context_vs_bare_p95_high": ratio[1],
             "index_calls_p50_ms": n50, "index_calls_p95_ms": n95,
@@ -236,47 +237,49 @@ def parse_size(text: str) -> tuple[int, int]:
 
 def run(sizes: Sequence[str], backends: Sequence[str] = ("persistent",), queries: int = 200,
         episode_share: float = 0.5, max_users: int = MAX_USERS, echo: Callable[[str], None] = print,
-        partial: Path | None = None) -> pd.DataFrame:
-    """Every size on every backend, each in a fresh process (one server per http or postgres row); one row each.
+        partial: Path | None = None, seeds: Sequence[int] = (0,)) -> pd.DataFrame:
+    """Every size on every backend with every seed (the draw of the synthetic items and of the questions' order,
+    the same for every size), each in a fresh process (one server per http or postgres row); one row each.
     With ``partial``, the rows so far are written there as CSV after each size (a long sweep keeps what it did)."""
     rows = []
     spawn = multiprocessing.get_context("spawn")
-    for backend in backends:
-        for i, size in enumerate(sizes):
-            users, items = parse_size(size)
-            server = ChromaServer(max_users=max_users) if backend == "http" else None
-            pg, pg_folder = None, None
-            try:
-                if server:
-                    server.start()
-                    where = f"127.0.0.1:{server.port}"
-                elif backend == "postgres":  # a real PostgreSQL with pgvector from the pgserver wheel ([bench])
-                    import pgserver
+    for backend, size, seed in itertools.product(backends, sizes, seeds):
+        users, items = parse_size(size)
+        server = ChromaServer(max_users=max_users) if backend == "http" else None
+        pg, pg_folder = None, None
+        try:
+            if server:
+                server.start()
+                where = f"127.0.0.1:{server.port}"
+            elif backend == "postgres":  # a real PostgreSQL with pgvector from the pgserver wheel ([bench])
+                import pgserver
 
-                    pg_folder = tempfile.mkdtemp(prefix="memkit-scale-pg-")
-                    pg = pgserver.get_server(pg_folder, cleanup_mode="stop")
-                    where = pg.get_uri()
-                else:
-                    where = None
-                with ProcessPoolExecutor(1, mp_context=spawn) as pool:
-                    row = pool.submit(measure, users, items, backend, queries, episode_share, 400, max_users, i,
-                                      None, where).result()
-                if server:
-                    row["server_peak_rss_mb"] = server.peak_rss_mb()
-                echo(f"{backend} {size}: context p95 {row['context_p95_ms']:.1f} ms, peak RSS {row['peak_rss_mb']:.0f} MB")
-            except Exception as e:  # one size failing (a server error at scale) is a result too: keep the others
-                row = {"backend": backend, "users": users, "items_per_user": items, "error": f"{type(e).__name__}: {e}"}
-                echo(f"{backend} {size}: failed: {row['error']}")
-            finally:
-                if server:
-                    server.stop()
-                    shutil.rmtree(server.path.parent, ignore_errors=True)  # its temporary folder
-                if pg is not None:
-                    pg.cleanup()
-                if pg_folder:
-                    shutil.rmtree(pg_folder, ignore_errors=True)
-            rows.append(row)
-            if partial is not None:
-                pd.DataFrame(rows).to_csv(partial, index=False)
+                pg_folder = tempfile.mkdtemp(prefix="memkit-scale-pg-")
+                pg = pgserver.get_server(pg_folder, cleanup_mode="stop")
+                where = pg.get_uri()
+            else:
+                where = None
+            with ProcessPoolExecutor(1, mp_context=spawn) as pool:
+                row = pool.submit(measure, users, items, backend, queries, episode_share, 400, max_users, seed,
+                                  None, where).result()
+            if server:
+                row["server_peak_rss_mb"] = server.peak_rss_mb()
+            echo(f"{backend} {size} (seed {seed}): context p95 {row['context_p95_ms']:.1f} ms, "
+                 f"peak RSS {row['peak_rss_mb']:.0f} MB")
+        except Exception as e:  # one size failing (a server error at scale) is a result too: keep the others
+            row = {"backend": backend, "users": users, "items_per_user": items, "seed": seed,
+                   "error": f"{type(e).__name__}: {e}"}
+            echo(f"{backend} {size} (seed {seed}): failed: {row['error']}")
+        finally:
+            if server:
+                server.stop()
+                shutil.rmtree(server.path.parent, ignore_errors=True)  # its temporary folder
+            if pg is not None:
+                pg.cleanup()
+            if pg_folder:
+                shutil.rmtree(pg_folder, ignore_errors=True)
+        rows.append(row)
+        if partial is not None:
+            pd.DataFrame(rows).to_csv(partial, index=False)
     return pd.DataFrame(rows)
 
