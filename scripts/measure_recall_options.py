@@ -52,6 +52,10 @@ VARIANTS: dict[str, tuple[str, dict]] = {
     "two-layer, no dates": ("two-layer:keyed", {"episode_dates": False}),
     "two-layer, a speaker's name on every line": ("two-layer:keyed", {"speaker_runs": False}),
     "two-layer, source episodes of facts too": ("two-layer:keyed", {"episodes_for_facts": True}),
+    # the similarity floor of the facts' dense channel (ReadOptions.min_score, store.DEFAULT_FLOOR = 0.3)
+    "two-layer, fact floor 0.2": ("two-layer:keyed", {"min_score": 0.2}),
+    "two-layer, fact floor 0.25": ("two-layer:keyed", {"min_score": 0.25}),
+    "two-layer, fact floor 0.4": ("two-layer:keyed", {"min_score": 0.4}),
     "two-layer, profile 50": ("two-layer:keyed", {"profile_tokens": 50}),
     "two-layer, profile 0": ("two-layer:keyed", {"profile_tokens": 0}),
     "two-layer, episodes only (no facts)": ("two-layer:keyed", {"facts": False, "profile_tokens": 0}),

@@ -1,0 +1,1 @@
+python scripts/measure_recall_options.py --data ../shared/devdata/beam/100K --format beam --budget 400,1200 --only 'two-layer (defaults)' --only 'two-layer, fact floor 0.2' --only 'two-layer, fact floor 0.25' --only 'two-layer, fact floor 0.4' --jobs 2 --embed-cache /work/cache/embeddings.sqlite3 --name floor-beam-dev --out docs/results/options
