@@ -157,6 +157,7 @@ def packaged_model() -> Path:
 
 # llama.cpp's build flags for common x86-64 features (AVX2), where its native build crashes (docs/troubleshooting.md;
 # .ci/run builds with them)
+CRASHES = (4, 7, 11)  # SIGILL, SIGBUS, SIGSEGV: what such a build dies of (not a kill from outside)
 PORTABLE_LLAMA = "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
 
 
@@ -209,11 +210,11 @@ class LlamaServer(LoopbackServer):
             except subprocess.TimeoutExpired:
                 code = None
             self.stop()
-            if code is not None and code < 0:
+            if code is not None and -code in CRASHES:
                 raise ModelUnavailable(
-                    f"{self.name} died on its first reply (signal {-code}): llama-cpp-python was compiled for this "
-                    "CPU (-march=native), which some virtual machines list features of that they do not run. Build "
-                    f"it for common x86-64 features instead: CMAKE_ARGS='{PORTABLE_LLAMA}' pip install "
+                    f"{self.name} died on its first reply (signal {-code}): a llama-cpp-python compiled for this "
+                    "CPU (pip's -march=native build) does so on virtual machines that list CPU features they do "
+                    f"not run. Build it for common x86-64 features: CMAKE_ARGS='{PORTABLE_LLAMA}' pip install "
                     "--no-cache-dir --force-reinstall 'llama-cpp-python[server]' (docs/troubleshooting.md)") from e
             raise RuntimeError(f"{self.name} did not answer; the end of its log:\n"
                                f"{self.log.read_text(errors='replace')[-2000:]}") from e
