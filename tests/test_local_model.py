@@ -9,6 +9,8 @@ show (a reply cut mid-JSON, a 500 on the third call) stay with the fake server (
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from memkit import FactStore, Memory
@@ -93,3 +95,27 @@ def test_a_reply_cancelled_at_the_timeout_stops_the_generation_on_the_server(lla
         time.sleep(0.1)
     assert "Disconnected from client" in llama.log.read_text(errors="replace")[before:]
     assert OpenAIChat("local", base_url=llama.base_url, timeout=60.0).complete([{"role": "user", "content": "Say hi."}])
+
+
+def test_a_server_that_dies_on_its_first_reply_is_named_at_start(tmp_path):
+    # a real process in llama.cpp's place that answers /v1/models and dies of SIGSEGV on a completion, as a
+    # llama-cpp-python built for instructions the CPU does not run does (LlamaServer.start's probe)
+    script = tmp_path / "crashing_server.py"
+    script.write_text(
+        "import os, signal, sys\n"
+        "from http.server import BaseHTTPRequestHandler, HTTPServer\n"
+        "class H(BaseHTTPRequestHandler):\n"
+        "    def do_GET(self):\n"
+        "        self.send_response(200); self.end_headers(); self.wfile.write(b'{\"data\": []}')\n"
+        "    def do_POST(self):\n"
+        "        os.kill(os.getpid(), signal.SIGSEGV)\n"
+        "HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()\n")
+
+    class Crashing(LlamaServer):
+        def command(self) -> list[str]:
+            return [sys.executable, str(script), str(self.port)]
+
+    server = Crashing(model=tmp_path / "unused.gguf", log=tmp_path / "server.log")
+    with pytest.raises(ModelUnavailable, match=r"died on its first reply \(signal 11\).*GGML_NATIVE=OFF"):
+        server.start(timeout=30)
+    assert server.proc.poll() == -11
