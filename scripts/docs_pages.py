@@ -31,7 +31,8 @@ SECTIONS = [
     ("run", RESULTS / "realtalk-dev", "REALTALK, dev split (chats 1-5): real two-person chats"),
     ("run", RESULTS / "realtalk-confirm", "REALTALK, confirm split (chats 6-10)"),
     ("run", RESULTS / "beam-dev", "BEAM 100K, dev split: user-assistant chats"),
-    ("run", RESULTS / "beam-confirm", "BEAM 500K, confirm split (all 35 conversations)"),
+    ("run", RESULTS / "beam-confirm", "BEAM 500K, confirm split (all 35 conversations; at 4133e02, with diversity 0.6, "
+     "the default then; two-layer with today's default: the Diversity table of this split)"),
     ("run", RESULTS / "realtalk-dev-baseline",
      "Baseline: REALTALK dev split before this version's read changes (at aeaa7b2, the loaders' commit)"),
     ("run", RESULTS / "beam-dev-baseline",
@@ -52,8 +53,14 @@ SECTIONS = [
      "A name spelt another way: REALTALK dev split (no question's result changes)"),
     ("options", RESULTS / "options" / "variants-realtalk-confirm.csv",
      "A name spelt another way: REALTALK confirm split (reported, never chosen on)"),
-    ("options", RESULTS / "options" / "beam-dev-diversity.csv",
-     "Diversity and repeat folding on the BEAM dev split (within the interval: defaults kept)"),
+    ("options", RESULTS / "options" / "diversity-realtalk-dev.csv",
+     "Diversity: REALTALK dev split (at 4133e02, whose defaults had diversity 0.6; chosen on: 0 is the default now)"),
+    ("options", RESULTS / "options" / "diversity-beam-dev.csv",
+     "Diversity: BEAM dev split (at 4133e02, whose defaults had diversity 0.6; chosen on)"),
+    ("options", RESULTS / "options" / "diversity-realtalk-confirm.csv",
+     "Diversity: REALTALK confirm split (at 4133e02, whose defaults had diversity 0.6; reported, never chosen on)"),
+    ("options", RESULTS / "options" / "diversity-beam-confirm.csv",
+     "Diversity: BEAM 500K confirm split (at 4133e02, whose defaults had diversity 0.6; reported, never chosen on)"),
     ("options", RESULTS / "options" / "beam-dev-weights.csv", "Channel weights tried on the BEAM dev split"),
     ("options", RESULTS / "options" / "realtalk-dev-weights.csv",
      "The lexical channel's weight and the named person's: REALTALK dev split (at 3ade3a4; chosen on)"),
@@ -112,7 +119,7 @@ SECTIONS = [
      "The write path against a real local model: llama.cpp's server, SmolLM2-135M-Instruct, the `llm` policy "
      "(run alone on 2 cores)"),
 ]
-HEADLINE = [("REALTALK confirm", RESULTS / "realtalk-confirm"), ("BEAM 500K confirm", RESULTS / "beam-confirm"),
+HEADLINE = [("REALTALK confirm", RESULTS / "realtalk-confirm"), ("BEAM 500K confirm (run with diversity 0.6)", RESULTS / "beam-confirm"),
             ("REALTALK dev", RESULTS / "realtalk-dev"), ("BEAM 100K dev", RESULTS / "beam-dev")]
 INTRO = """# Benchmarks
 

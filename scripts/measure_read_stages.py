@@ -39,7 +39,7 @@ BUDGET = 400  # bench-scale's
 STEPS = [("embed_query", "embedding the question"), ("dense", "the dense query (facts and episodes at once)"),
          ("lexical", "lexical queries"), ("episodes", "episode records (who said what, the turns packed)"),
          ("profile", "fact rows")]
-PACKING = "packing (diversity, repeats, speaker runs, token accounting)"
+PACKING = "packing (repeats, speaker runs, token accounting; diversity when asked for)"
 
 
 class Steps:

@@ -554,8 +554,8 @@ def test_diversity_lets_a_different_line_past_near_duplicates_but_not_in_a_raw_t
     said = ["Pretty good, just busy with work stuff.", "Pretty good, just busy with work stuff lately.",
             "Pretty good, just busy with the work stuff.", "Work means nights at the clinic for me."]
     rag = make("rag:bm25", "u", 60, store=store)
-    two = make("two-layer:keyed", "w", 60, store=store, near_repeats=1.0)  # near lines not folded: diversity alone
-    plain = make("two-layer:keyed", "x", 60, store=store, near_repeats=1.0, diversity=0.0)
+    two = make("two-layer:keyed", "w", 60, store=store, near_repeats=1.0, diversity=0.6)  # near lines not folded
+    plain = make("two-layer:keyed", "x", 60, store=store, near_repeats=1.0)  # the default: no diversity
     for s in (rag, two, plain):
         for i, text in enumerate(said):
             s.observe(f"s{i}", f"s{i}:1", "user", text, 1e9 + i * 86400)

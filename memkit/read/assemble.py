@@ -60,7 +60,9 @@ class FactLines:
 # passages shown before other turns have theirs
 NEAR_REPEATS = 0.8
 PASSAGES_PER_TURN = 1
-DIVERSITY = 0.6  # maximal marginal relevance's weight on novelty (0.2 / 0.4 / 0.6 / 0.8 measured; ``diversified``)
+# maximal marginal relevance's weight on novelty (``diversified``): 0, off, level with or above 0.6 on all four real
+# splits and a read's time saved (docs/decisions.md, "Repeats and diversity")
+DIVERSITY = 0.0
 
 
 @functools.lru_cache(maxsize=1 << 13)  # a read keys each candidate's words two or three times, and read after read

@@ -1,1 +1,0 @@
-python scripts/measure_recall_options.py --data ../shared/devdata/beam/100K --format beam --budget 400,1200 --jobs 2 --name beam-dev-diversity --out docs/results/options --only 'two-layer (defaults)' --only 'two-layer, diversity 0' --only 'two-layer, diversity 0.2' --only 'two-layer, identical repeats only'
