@@ -1,2 +1,2 @@
 python scripts/measure_recall_options.py --data ../shared/devdata/beam/100K --format beam --budget 400,1200 --only 'two-layer (defaults)' --only 'two-layer, diversity 0' --only 'two-layer, diversity 0.2' --only 'two-layer, identical repeats only' --jobs 2 --embed-cache /work/cache/embeddings.sqlite3 --name diversity-beam-dev --out docs/results/options
-# run at 4133e02, whose defaults had diversity 0.6 (the 'two-layer (defaults)' rows); 0 is the default since
+# run at 4133e02, whose defaults had diversity 0.6 (the 'two-layer (defaults)' rows); 0 is the default from the next commit on
