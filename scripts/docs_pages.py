@@ -31,8 +31,7 @@ SECTIONS = [
     ("run", RESULTS / "realtalk-dev", "REALTALK, dev split (chats 1-5): real two-person chats"),
     ("run", RESULTS / "realtalk-confirm", "REALTALK, confirm split (chats 6-10)"),
     ("run", RESULTS / "beam-dev", "BEAM 100K, dev split: user-assistant chats"),
-    ("run", RESULTS / "beam-confirm", "BEAM 500K, confirm split (all 35 conversations; at 4133e02, with diversity 0.6, "
-     "the default then; two-layer with today's default: the Diversity table of this split)"),
+    ("run", RESULTS / "beam-confirm", "BEAM 500K, confirm split (all 35 conversations)"),
     ("run", RESULTS / "realtalk-dev-baseline",
      "Baseline: REALTALK dev split before this version's read changes (at aeaa7b2, the loaders' commit)"),
     ("run", RESULTS / "beam-dev-baseline",
@@ -119,7 +118,7 @@ SECTIONS = [
      "The write path against a real local model: llama.cpp's server, SmolLM2-135M-Instruct, the `llm` policy "
      "(run alone on 2 cores)"),
 ]
-HEADLINE = [("REALTALK confirm", RESULTS / "realtalk-confirm"), ("BEAM 500K confirm (run with diversity 0.6)", RESULTS / "beam-confirm"),
+HEADLINE = [("REALTALK confirm", RESULTS / "realtalk-confirm"), ("BEAM 500K confirm", RESULTS / "beam-confirm"),
             ("REALTALK dev", RESULTS / "realtalk-dev"), ("BEAM 100K dev", RESULTS / "beam-dev")]
 INTRO = """# Benchmarks
 
