@@ -5,6 +5,7 @@ one of each with the records and the event log; the read path, the policies and 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from typing import Any, Callable, Iterable, Protocol, Sequence, TypeVar
@@ -48,6 +49,7 @@ def rank_score(similarity: float, importance: float, weights: tuple[float, float
     return weights[0] * similarity + weights[1] * importance
 
 
+@functools.lru_cache(maxsize=1 << 12)  # every store call of a read names its user: hashed once, not eight times
 def owner_of(user_id: str) -> str:
     """The hash that names ``user_id``'s index and owns its rows (a user id never reaches a backend as-is)."""
     return hashlib.sha256(validate.user_id(user_id).encode("utf-8", "surrogatepass")).hexdigest()[:40]
