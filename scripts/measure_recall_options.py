@@ -46,6 +46,7 @@ VARIANTS: dict[str, tuple[str, dict]] = {
     "two-layer, lexical 1 : dense 1": ("two-layer:keyed", {"recall": RecallOptions(weights=RawTurnRetrieval.EVEN)}),
     "two-layer, depth 50": ("two-layer:keyed", {"recall": RecallOptions(depth=50)}),
     "two-layer, depth 30": ("two-layer:keyed", {"recall": RecallOptions(depth=30)}),
+    "two-layer, depth 40": ("two-layer:keyed", {"recall": RecallOptions(depth=40)}),
     "two-layer, depth 120": ("two-layer:keyed", {"recall": RecallOptions(depth=120)}),
     "two-layer, depth 240": ("two-layer:keyed", {"recall": RecallOptions(depth=240)}),
     "two-layer, neighbours 1": ("two-layer:keyed", {"neighbours": 1}),

@@ -30,7 +30,7 @@ PERSON_WEIGHT = 3.0  # the ranking of the turns of the person asked about (docs/
 LEXICAL_WEIGHT = 0.5  # the lexical channel's, beside the dense one's 1 (docs/decisions.md, "Channel weights")
 INSTRUCTIONS = 1  # standing instructions shown first (docs/decisions.md, "Standing instructions")
 WEIGHTS = (("lexical", LEXICAL_WEIGHT), ("dense", 1.0))  # the channels' weights, unless a read's options give others
-DEPTH = 50  # candidates read from each channel before fusion (docs/decisions.md, "Candidates per channel")
+DEPTH = 30  # candidates read from each channel before fusion (docs/decisions.md, "Candidates per channel")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,2 @@
+python scripts/measure_recall_options.py --data '../shared/devdata/realtalk/Chat_[1-5]_*.json' --format realtalk --budget 400,1200 --only 'two-layer (defaults)' --only 'two-layer, depth 30' --only 'two-layer, depth 40' --jobs 2 --embed-cache /work/cache/embeddings.sqlite3 --name depth-realtalk-dev --out docs/results/options
+# run at 994f366, whose default depth was 50 (the 'two-layer (defaults)' rows, where there are any); 30 is the default from the next commit on
