@@ -141,18 +141,23 @@ class RawTurnRetrieval(TwoLayer):
     into the budget, with this session's newest turns; no facts, no summary, no dates, repeats not folded, no
     diversity, a speaker's name on every line, long turns whole (no passages), no reading of the question's
     time, no ranking up of the person it names; both channels at weight 1 (``EVEN``, unless a given
-    ``recall``'s ``weights`` set others). Of the memory options it takes only those that shape a read of raw turns (``OWN``)."""
+    ``recall``'s ``weights`` set others), each read ``DEPTH`` deep (unless a given ``recall`` says). Of the memory
+    options it takes only those that shape a read of raw turns (``OWN``)."""
 
     keeps_facts = False
     channels: ClassVar[tuple[str, ...]] = ("lexical", "dense")
     EVEN: ClassVar[tuple[tuple[str, float], ...]] = (("lexical", 1.0), ("dense", 1.0))
+    # 50 candidates per channel, as two-layer memory read before its depth was chosen at 30 on the dev splits: at
+    # 30 the baselines lost a little (they fill a budget from further down their list), and a baseline keeps
+    # its stronger reading (docs/decisions.md, "Candidates per channel")
+    DEPTH: ClassVar[int] = 50
     OWN: ClassVar[tuple[str, ...]] = ("neighbours", "window_share", "recall")
 
     def __init__(self, user_id: str, budget: int = 1200, store: FactStore | None = None, k: int = 5,
                  **memory_options: Any) -> None:
         self.user_id = user_id
         mine = {key: v for key, v in memory_options.items() if key in self.OWN}
-        base = mine.pop("recall", None) or RecallOptions()
+        base = mine.pop("recall", None) or RecallOptions(depth=self.DEPTH)
         base = replace(base, weights=self.EVEN + base.weights)  # the given weights replace these
         options = {**mine, "profile_tokens": 0, "facts": False, "episode_dates": False, "speaker_runs": False,
                    "fold_repeats": False, "diversity": 0.0, "passage_tokens": 0,
