@@ -57,7 +57,7 @@ def test_floor_keeps_noise_out(store):
     assert store.search("u1", "Which units should I use?", min_score=0.35)
 
 
-@pytest.mark.parametrize("bad", ["", "   ", None, 3])
+@pytest.mark.parametrize("bad", ["", "   ", None, 3, ["u1"]])  # a list: named, not "unhashable"
 def test_every_call_needs_a_user_id(store, bad):
     with pytest.raises(MissingUserId):
         store.upsert(bad, [])

@@ -49,10 +49,14 @@ def rank_score(similarity: float, importance: float, weights: tuple[float, float
     return weights[0] * similarity + weights[1] * importance
 
 
-@functools.lru_cache(maxsize=1 << 12)  # every store call of a read names its user: hashed once, not eight times
 def owner_of(user_id: str) -> str:
     """The hash that names ``user_id``'s index and owns its rows (a user id never reaches a backend as-is)."""
-    return hashlib.sha256(validate.user_id(user_id).encode("utf-8", "surrogatepass")).hexdigest()[:40]
+    return _owner_hash(validate.user_id(user_id))  # checked first: a list or a blank is named, not hashed
+
+
+@functools.lru_cache(maxsize=1 << 12)  # every store call of a read names its user: hashed once, not eight times
+def _owner_hash(user_id: str) -> str:
+    return hashlib.sha256(user_id.encode("utf-8", "surrogatepass")).hexdigest()[:40]
 
 
 def episode_text(e: Episode) -> str:
