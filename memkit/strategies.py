@@ -141,8 +141,8 @@ class RawTurnRetrieval(TwoLayer):
     into the budget, with this session's newest turns; no facts, no summary, no dates, repeats not folded, no
     diversity, a speaker's name on every line, long turns whole (no passages), no reading of the question's
     time, no ranking up of the person it names; both channels at weight 1 (``EVEN``, unless a given
-    ``recall``'s ``weights`` set others), each read ``DEPTH`` deep (a given ``recall`` brings its own depth). Of the memory
-    options it takes only those that shape a read of raw turns (``OWN``)."""
+    ``recall``'s ``weights`` set others), each read ``DEPTH`` deep (a given ``recall`` brings its own depth).
+    Of the memory options it takes only those that shape a read of raw turns (``OWN``)."""
 
     keeps_facts = False
     channels: ClassVar[tuple[str, ...]] = ("lexical", "dense")
