@@ -73,6 +73,7 @@ def query_terms(query: str) -> list[str]:
     return list(dict.fromkeys(w for w in words if w not in STOPWORDS))
 
 
+PARSED = 1024  # questions whose parsed words an index keeps (all of them dropped when full)
 WRITER_HEAP = 15_000_000  # bytes: tantivy's minimum per indexing thread
 FILLED = "filled"  # a marker file: the index holds every item of the records it was filled from
 
@@ -117,6 +118,9 @@ class LexicalIndex:
         self._filled = self._folder is not None and (self._folder / FILLED).exists()
         self._loaded: bytes | None = None  # the commit the searcher shows (``_commit``)
         self._stale = True  # this process committed since the searcher was loaded
+        # a question's words parsed (None: none worth matching): a read searches the episodes and the facts for
+        # the same words, and reads repeat questions
+        self._parsed: dict[str, tantivy.Query | None] = {}
 
     @property
     def filled(self) -> bool:
@@ -165,10 +169,9 @@ class LexicalIndex:
     def search(self, owner: str, part: str, query: str, k: int) -> list[tuple[str, float]]:
         """BM25 over one owner's part: ``(id, score)``, best first."""
         index = self._open()
-        terms = query_terms(query)
-        if not terms or k <= 0:
+        words = self._words(index, query)
+        if words is None or k <= 0:
             return []
-        words = index.parse_query(" ".join(terms), ["body"])  # the field's tokenizer stems them as it did the items
         scope = _owner(part, owner)
         self._reload(index)
         # the owner is a filter, not a match: scored, it would add its own idf, which depends on how many items
@@ -188,6 +191,18 @@ class LexicalIndex:
         # among all of them (past_ties), so a read ranks the same every time
         found.sort(key=lambda hit: (-hit[1], len(hit[0]), hit[0]))
         return found[:k]
+
+    def _words(self, index: tantivy.Index, query: str) -> tantivy.Query | None:
+        """``query``'s words worth matching (``query_terms``) as a query of the body, or None if it has none."""
+        words = self._parsed.get(query, False)
+        if words is False:
+            terms = query_terms(query)
+            # the field's tokenizer stems them as it did the items
+            words = index.parse_query(" ".join(terms), ["body"]) if terms else None
+            if len(self._parsed) >= PARSED:
+                self._parsed.clear()
+            self._parsed[query] = words
+        return words
 
     def _reload(self, index: tantivy.Index) -> None:
         """Load the last commit into the searcher, when there is one it does not show yet: this process's, or
