@@ -116,6 +116,7 @@ class LexicalIndex:
                     self._folder.mkdir(parents=True)
                     self._index = tantivy.Index(self._schema, path=str(self._folder), reuse=True)
         self._filled = self._folder is not None and (self._folder / FILLED).exists()
+        self._meta = None if self._folder is None else str(self._folder / "meta.json")  # changed by every commit
         self._loaded: bytes | None = None  # the commit the searcher shows (``_commit``)
         self._stale = True  # this process committed since the searcher was loaded
         # a question's words parsed (None: none worth matching): a read searches the episodes and the facts for
@@ -217,10 +218,11 @@ class LexicalIndex:
     def _commit(self) -> bytes | None:
         """What tells the folder's last commit apart: ``meta.json`` itself, which tantivy rewrites at every commit
         with a greater ``opstamp`` (its inode and time can repeat within a clock tick); None in memory."""
-        if self._folder is None:
+        if self._meta is None:
             return None
         try:
-            return (self._folder / "meta.json").read_bytes()
+            with open(self._meta, "rb", buffering=0) as f:  # unbuffered: one read of a small file
+                return f.read()
         except FileNotFoundError:
             return None
 
