@@ -71,6 +71,12 @@ def line_key(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
 
 
+@functools.lru_cache(maxsize=1 << 13)  # keys come from ``line_key``'s cache: the same strings, read after read
+def key_words(key: str) -> frozenset[str]:
+    """A line key's words (``near``)."""
+    return frozenset(key.split())
+
+
 def repeat_key(e: Episode) -> str:
     """What makes two episodes the same line: speaker and words, ignoring case, punctuation and spacing."""
     return line_key(f"{e.speaker}: {e.content}")
@@ -171,8 +177,9 @@ class EpisodePacker:
         self.used = 0
         self.chosen: dict[str, tuple[Episode, dict[str, Any]]] = {}
         self.first_of: dict[str, str] = {}  # repeat key -> the episode id shown for it
-        self.words_of: dict[str, set[str]] = {}  # shown episode id -> its words (near repeats)
+        self.words_of: dict[str, frozenset[str]] = {}  # shown episode id -> its words (near repeats)
         self.lines_shown: set[str] = set()  # every shown line's words (an excerpt leaves them out)
+        self.unkeyed: list[str] = []  # what the episodes shown since an excerpt last looked at them say
         self.repeats: dict[str, list[Episode]] = {}  # shown episode id -> the same line said elsewhere
         self.sessions: dict[str, Episode] = {}  # session id -> its first episode shown
         self.runs: dict[str, list[Episode]] = {}  # session id ("" without dates) -> its lines shown, as said
@@ -196,7 +203,7 @@ class EpisodePacker:
         relabel = line_cost(session_header(same_day[0], True)) - line_cost(session_header(same_day[0]))
         return line_cost(session_header(e, True)) + (relabel if len(same_day) == 1 else 0)
 
-    def _repeat_of(self, key: str, words: set[str]) -> str | None:
+    def _repeat_of(self, key: str, words: frozenset[str]) -> str | None:
         """The shown episode this line repeats (the same words, or ``near_repeats`` alike), if any."""
         if not self.fold_repeats:
             return None
@@ -220,12 +227,14 @@ class EpisodePacker:
         if e.ref in self.chosen or self.skip(e):
             return False
         if self.fold_repeats and e.span is not None:  # an excerpt leaves out the lines the context already shows
+            self.lines_shown.update(line_key(x) for said in self.unkeyed for x in said.splitlines())
+            self.unkeyed.clear()
             kept = [x for x in e.content.splitlines() if line_key(x) and line_key(x) not in self.lines_shown]
             if not kept:
                 return False
             e = e.evolve(content="\n".join(kept))
         key = repeat_key(e) if self.fold_repeats else e.ref
-        words = set(key.split())
+        words = key_words(key)
         same = self._repeat_of(key, words)
         if same is not None:  # the same line, said again: shown once, with every session it came from
             self.repeats.setdefault(same, []).append(e)
@@ -258,7 +267,7 @@ class EpisodePacker:
             item["embedding"] = "truncated to the embedder's window; the lexical index has every word"
         self.chosen[e.ref] = (e, {**item, "tokens": cost})
         self.first_of[key] = e.ref
-        self.lines_shown.update(line_key(x) for x in e.content.splitlines())
+        self.unkeyed.append(e.content)  # keyed when an excerpt needs them (most reads have none)
         if self.fold_repeats and self.near_repeats < 1.0:
             self.words_of[e.ref] = words
         return True
