@@ -6,11 +6,12 @@ step timed on its own, beside the bare embed + 5-nearest query that ``bench-scal
 For each size (users x items, half of them past turns): the store is filled and reopened as ``bench-scale``
 does it, every user read once untimed, then ``--reads`` rounds of one context and one bare query, in random
 order, for a random user of at most 64 (the loaded indexes) and one of ``bench-scale``'s questions. The steps are
-the store's calls a read makes (embedding the question, the one dense query, the lexical queries, reading
-episode records and fact rows) and packing; each step's time leaves out the steps it calls (packing reads the
-records of the turns it takes), and "the rest" is what the read spends outside them: checking its arguments, the
-budget plan, fusion, who said what, choosing the facts. Means, not percentiles, so the steps add up to the
-read. Writes ``read-stages.csv`` and ``read-stages.cmd``. Not a test: a timing, run it alone on the machine.
+the store's calls a read makes (embedding the question, the one dense query, the lexical queries, catching up
+with other sessions' turns, reading episode records and fact rows) and packing; each step's time leaves out the
+steps it calls (packing reads the records of the turns it takes), and "the rest" is what the read spends outside
+them: checking its arguments, the budget plan, fusion, who said what, choosing the facts. Means, not
+percentiles, so the steps add up to the read. Writes ``read-stages.csv`` and ``read-stages.cmd``. Not a test: a
+timing, run it alone on the machine.
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ from memkit.store.chroma import MAX_USERS  # noqa: E402
 
 BUDGET = 400  # bench-scale's
 STEPS = [("embed_query", "embedding the question"), ("dense", "the dense query (facts and episodes at once)"),
-         ("lexical", "lexical queries"), ("episodes", "episode records (who said what, the turns packed)"),
-         ("profile", "fact rows")]
+         ("lexical", "lexical queries"), ("embed_pending", "other sessions' new turns (a check when there are none)"),
+         ("episodes", "episode records (who said what, the turns packed)"), ("profile", "fact rows")]
 PACKING = "packing (repeats, speaker runs, token accounting; diversity when asked for)"
 
 

@@ -181,9 +181,10 @@ def measure(users: int, items_per_user: int, backend: str = "persistent", querie
             # query per part, the profile rows), without fusing, fetching or packing: the floor of this design
             vector = store.embed_query(q)
             depths = {"facts": depth, "episodes": episode_depth(depth, budget)}
-            store.dense(uid, vector, depths)
+            store.embed_pending(uid)  # once, as a read does, and then the searches do not look again
+            store.dense(uid, vector, depths, caught_up=True)
             for part, k in depths.items():
-                store.lexical(uid, part, q, k)
+                store.lexical(uid, part, q, k, caught_up=True)
             store.profile(uid, limit=profile_limit)
 
         _timed([(context, lambda: memory.context(uid, sessions[uid], q, budget)), (bare_read, bare),

@@ -90,13 +90,14 @@ def fuse(rankings: dict[str, Sequence[str]], options: RecallOptions) -> list[tup
 
 
 def dense_rankings(store: FactStore, user_id: str, vector: Sequence[float] | None, depths: dict[str, int],
-                   options: RecallOptions = RecallOptions(), session: str | None = None) -> dict[str, list[tuple[str, float]]]:
+                   options: RecallOptions = RecallOptions(), session: str | None = None,
+                   caught_up: bool = False) -> dict[str, list[tuple[str, float]]]:
     """The dense channel for the parts in ``depths``, from one query of the user's collection (none when the
     channel is off or there is no vector): ``{part: [(id, similarity), ...]}``. ``session`` is the reader's own
-    (``FactStore.dense``)."""
+    (``FactStore.dense``, as is ``caught_up``)."""
     if "dense" not in options.channels or vector is None:
         return {}
-    return store.dense(user_id, vector, depths, session)
+    return store.dense(user_id, vector, depths, session, caught_up)
 
 
 def recall_facts(store: FactStore, user_id: str, query: str, dense: Sequence[tuple[str, float]] | None, floor: float,
@@ -136,7 +137,8 @@ class Searched(NamedTuple):
 
 def _scored_episodes(store: FactStore, user_id: str, query: str,
                      dense_for: Callable[[str], Sequence[tuple[str, float]] | None], options: RecallOptions,
-                     session: str | None, timeframe: Timeframe | None, fetch: "EpisodeReader") -> Searched:
+                     session: str | None, timeframe: Timeframe | None, fetch: "EpisodeReader",
+                     caught_up: bool = False) -> Searched:
     """The episodes' channels (``_scored``; ``dense_for(q)``: the dense channel's hits for a query, None when
     it is off); with a ``timeframe`` the time ranking of what they found; and when the question names one of
     the people who said what they found, those people's turns of it (``subject``), with the person. Also the
@@ -150,7 +152,7 @@ def _scored_episodes(store: FactStore, user_id: str, query: str,
     first-person question ("my app") is found among what both channels found, and only the lexical
     channel then searches without the first person."""
     lexical = "lexical" in options.channels
-    whole = store.lexical(user_id, "episodes", query, options.depth, session) if lexical else []
+    whole = store.lexical(user_id, "episodes", query, options.depth, session, caught_up) if lexical else []
     said = _speakers(fetch, [i for i, _ in whole]) if options.subjects and whole else {}
     people_of: dict[frozenset[str], tuple[Subject | None, dict[str, str]]] = {}  # one alias lookup per speaker set
 
@@ -171,7 +173,7 @@ def _scored_episodes(store: FactStore, user_id: str, query: str,
         scored["dense"] = list(dense)
     if lexical:
         scored["lexical"] = whole if lexical_query == query else \
-            store.lexical(user_id, "episodes", lexical_query, options.depth, session)
+            store.lexical(user_id, "episodes", lexical_query, options.depth, session, caught_up)
     found = [i for i, _, _ in fuse(_ids(scored), options)]
     subject = None
     if options.subjects and found:
@@ -181,7 +183,8 @@ def _scored_episodes(store: FactStore, user_id: str, query: str,
             # the first person of a user's question (or a person only the dense channel found)
             lexical_query = _without(query, name_words(subject.word) | name_words(subject.speaker))
             if lexical_query != query:
-                scored["lexical"] = store.lexical(user_id, "episodes", lexical_query, options.depth, session)
+                scored["lexical"] = store.lexical(user_id, "episodes", lexical_query, options.depth, session,
+                                                  caught_up)
                 found = [i for i, _, _ in fuse(_ids(scored), options)]
                 said |= _speakers(fetch, [r for r in found if r not in said])
         if subject is not None:
@@ -368,15 +371,17 @@ def recall(store: FactStore, policy: "Policy", user_id: str, session_id: str, qu
         # one dense query of both parts per text searched (a question that names people is searched without them)
         if q not in searched:
             vectors[q] = store.embed_query(q) if "dense" in options.channels else None
-            searched[q] = dense_rankings(store, user_id, vectors[q], depths, options, session_id)
+            searched[q] = dense_rankings(store, user_id, vectors[q], depths, options, session_id, caught_up=episodes)
         return searched[q]
 
     # facts and episodes on one list: each item's fused score is its place among both, so the packer takes
     # them in one order and a fact is shown only where it outranks the episodes (assemble.pack_memory)
     fetch = EpisodeReader(store, user_id)
+    if episodes:  # once for the read's searches of them, which then do not look again (``caught_up``)
+        store.embed_pending(user_id, session_id)
     scored, subject, people, lexical_query, dense_query = _scored_episodes(
-        store, user_id, query, lambda q: dense_for(q).get("episodes"), deeper, session_id, timeframe, fetch) \
-        if episodes else Searched({}, None, (), query, query)
+        store, user_id, query, lambda q: dense_for(q).get("episodes"), deeper, session_id, timeframe, fetch,
+        caught_up=True) if episodes else Searched({}, None, (), query, query)
     dense = dense_for(dense_query)
     # the facts' lexical channel searches what the episodes' did, so their scores rank on one list
     scored_facts = _scored(store, user_id, "facts", lexical_query, dense.get("facts"), options, floor, None) \

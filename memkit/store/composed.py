@@ -230,14 +230,15 @@ class FactStore:
         return list(map(float, embed_queries(self.embedder, [query])[0]))
 
     def dense(self, user_id: str, vector: Sequence[float], depths: dict[str, int],
-              session: str | None = None) -> dict[str, list[tuple[str, float]]]:
+              session: str | None = None, caught_up: bool = False) -> dict[str, list[tuple[str, float]]]:
         """``(id, similarity)`` of the user's items nearest to ``vector``, closest first, per part: one query
         for ``sum(depths)`` items of both parts, of which each part keeps at most its own depth (so with
         ``{"facts": 100}`` alone, the facts among the nearest 100 items). A reader in ``session`` does not
-        wait for that session's pending turns (``embed_pending``)."""
+        wait for that session's pending turns (``embed_pending``); one that ``caught_up`` with them just
+        before (a read's searches: it calls ``embed_pending`` once) does not look again."""
         check_parts(depths)
         owner = self._owner(user_id)
-        if "episodes" in depths:
+        if "episodes" in depths and not caught_up:
             self.archive.embed_pending(owner, user_id, session)  # a read never misses another session's turn
         found: dict[str, list[tuple[str, float]]] = {part: [] for part in depths}
         for part, item_id, sim in self.vectors.nearest(owner, user_id, vector, sum(max(k, 0) for k in depths.values())):
@@ -246,12 +247,13 @@ class FactStore:
         return found
 
     def lexical(self, user_id: str, part: str, query: str, k: int,
-                session: str | None = None) -> list[tuple[str, float]]:
+                session: str | None = None, caught_up: bool = False) -> list[tuple[str, float]]:
         """``(id, score)`` of the user's ``facts`` or ``episodes`` that share words with ``query``, best first.
-        A reader in ``session`` does not wait for that session's pending turns (``embed_pending``)."""
+        A reader in ``session`` does not wait for that session's pending turns (``embed_pending``), nor, when it
+        ``caught_up`` with them just before, look again (``dense``)."""
         check_parts([part])
         owner = self._owner(user_id)
-        if part == "episodes":
+        if part == "episodes" and not caught_up:
             self.archive.embed_pending(owner, user_id, session)  # a read never misses another session's turn
         return self.lexicon.search(owner, part, query, k)
 
