@@ -6,6 +6,7 @@ every channel that found it, so the context account can say why it is there (doc
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from dataclasses import dataclass, replace
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Sequence
@@ -303,7 +304,13 @@ def _fetched(fused: list[tuple[str, float, dict[str, int]]], sims: dict[str, flo
 
 
 def _why(ranks: dict[str, int]) -> str:
-    return " + ".join(f"{c} #{r}" for c, r in sorted(ranks.items()))
+    """Why an item was recalled: its rank in each channel (``dense #3 + lexical #1``, channels by name)."""
+    return _why_of(tuple(ranks.items()))
+
+
+@lru_cache(maxsize=1 << 12)  # the same ranks come back read after read
+def _why_of(ranks: tuple[tuple[str, int], ...]) -> str:
+    return " + ".join(f"{c} #{r}" for c, r in sorted(ranks))
 
 
 def fact_hits(store: FactStore, policy: "Policy", user_id: str, query: str, dense: Sequence[tuple[str, float]] | None,
