@@ -104,7 +104,7 @@ SECTIONS = [
     ("options", RESULTS / "options" / "realtalk-confirm.csv",
      "This version's read changes on the REALTALK confirm split (reported, never chosen on)"),
     ("options", RESULTS / "experiments" / "realtalk-dev.csv",
-     "Hypotheses tried as patches on the REALTALK dev split and dropped (facts and neighbours as keys, feedback, sessions, time words, questions, dense without the speaker, date lines, length prior, answers after questions, the lexical weight by its confidence, typos, dates for time questions, scores fused, dense feedback, named people, places, the question's form)"),
+     "Hypotheses tried as patches on the REALTALK dev split and dropped (facts and neighbours as keys, feedback, sessions, time words, questions, dense without the speaker, date lines, length prior, answers after questions, the lexical weight by its confidence, typos, dates for time questions, scores fused, dense feedback, named people, places, the question's form, a deeper read when room is left)"),
     ("options", RESULTS / "experiments" / "beam-dev.csv",
      "Hypotheses tried as patches on the BEAM dev split and dropped"),
     ("options", RESULTS / "experiments" / "realtalk-confirm.csv",

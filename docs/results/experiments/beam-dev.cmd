@@ -9,3 +9,5 @@ python scripts/measure_recall_options.py --data ../shared/devdata/beam/100K --fo
 # command above with --embed-cache; the row "at ce43a60" is ce43a60 unpatched
 # scores fused rows: docs/results/experiments/convex.diff applied to 63b7ef3, then MEMKIT_EXP_CC=0.7,1,mm and the command above with
 # --embed-cache; the row "at 63b7ef3" is 63b7ef3 unpatched
+# deeper read rows: docs/results/experiments/deeper-read.diff applied to af1b60e, then
+# python scripts/measure_recall_options.py --data ../shared/devdata/beam/100K --format beam --budget 400,1200 --only 'two-layer, deeper read when room is left' --only 'two-layer, no deeper read' --jobs 2 --embed-cache /work/cache/embeddings.sqlite3

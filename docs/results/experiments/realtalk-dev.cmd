@@ -27,3 +27,5 @@ python scripts/measure_recall_options.py --data '../shared/devdata/realtalk/Chat
 # {"countries": its 252 countries, "states": its 51 US states, "cities": its cities of 100,000 people or more}; compare with "at e600eb3"
 # question form rows: docs/results/experiments/question-form.diff applied to 3522391, then MEMKIT_EXP_QFORM=1 and the
 # command above with --embed-cache; compare with the row "at 3522391" (3522391 unpatched)
+# deeper read rows: docs/results/experiments/deeper-read.diff applied to af1b60e, then
+# python scripts/measure_recall_options.py --data '../shared/devdata/realtalk/Chat_[1-5]_*.json' --format realtalk --budget 400,1200 --only 'two-layer, deeper read when room is left' --only 'two-layer, no deeper read' --jobs 2 --embed-cache /work/cache/embeddings.sqlite3
