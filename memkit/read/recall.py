@@ -6,13 +6,13 @@ every channel that found it, so the context account can say why it is there (doc
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 from dataclasses import dataclass, replace
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Sequence
 
 from . import passages
 from .budget import BudgetPlan, profile_rows
+from .fusion import fuse, one_list, ranked_ids, why
 from .instructions import instruction_hits
 from ..write.instructions import STANDING, condition
 from ..write.rules import slug
@@ -75,21 +75,6 @@ class RecallOptions:
         return dict(WEIGHTS + self.weights).get(channel, PERSON_WEIGHT if channel in (USER, SUBJECT) else 1.0)
 
 
-def fuse(rankings: dict[str, Sequence[str]], options: RecallOptions) -> list[tuple[str, float, dict[str, int]]]:
-    """Reciprocal rank fusion: ``score(id) = sum over channels of weight / (rrf_k + rank)``, best first."""
-    scores: dict[str, float] = {}
-    ranks: dict[str, dict[str, int]] = {}
-    for channel, ids in rankings.items():
-        w = options.weight(channel)
-        for r, i in enumerate(ids, 1):
-            scores[i] = scores.get(i, 0.0) + w / (options.rrf_k + r)
-            ranks.setdefault(i, {})[channel] = r
-    # ties (same fused score): the better dense rank, then the better lexical rank, then the id
-    far = 1 << 30
-    order = sorted((-s, ranks[i].get("dense", far), ranks[i].get("lexical", far), i) for i, s in scores.items())
-    return [(i, -s, ranks[i]) for s, _, _, i in order]
-
-
 def dense_rankings(store: FactStore, user_id: str, vector: Sequence[float] | None, depths: dict[str, int],
                    options: RecallOptions = RecallOptions(), session: str | None = None,
                    caught_up: bool = False) -> dict[str, list[tuple[str, float]]]:
@@ -107,7 +92,7 @@ def recall_facts(store: FactStore, user_id: str, query: str, dense: Sequence[tup
     (None: lexical only); dense hits below ``floor`` do not count. The facts are read by id from the
     maintained profile, ``page`` ids at a time (None: all at once)."""
     scored = _scored(store, user_id, "facts", query, dense, options, floor, None)
-    return _fetched(fuse(_ids(scored), options), dict(dense or ()),
+    return _fetched(fuse(ranked_ids(scored), options), dict(dense or ()),
                     lambda ids: {f.id: f for f in store.profile(user_id, ids=ids)}, page)
 
 
@@ -122,7 +107,7 @@ def recall_episodes(store: FactStore, user_id: str, query: str, dense: Sequence[
     that channel without the names the question gives)."""
     fetch = EpisodeReader(store, user_id)
     scored = _scored_episodes(store, user_id, query, lambda q: dense, options, session, timeframe, fetch).scored
-    return _fetched(fuse(_ids(scored), options), dict(dense or ()), fetch, page)
+    return _fetched(fuse(ranked_ids(scored), options), dict(dense or ()), fetch, page)
 
 
 class Searched(NamedTuple):
@@ -175,7 +160,7 @@ def _scored_episodes(store: FactStore, user_id: str, query: str,
     if lexical:
         scored["lexical"] = whole if lexical_query == query else \
             store.lexical(user_id, "episodes", lexical_query, options.depth, session, caught_up)
-    found = [i for i, _, _ in fuse(_ids(scored), options)]
+    found = [i for i, _, _ in fuse(ranked_ids(scored), options)]
     subject = None
     if options.subjects and found:
         said |= _speakers(fetch, [r for r in found if r not in said])
@@ -186,7 +171,7 @@ def _scored_episodes(store: FactStore, user_id: str, query: str,
             if lexical_query != query:
                 scored["lexical"] = store.lexical(user_id, "episodes", lexical_query, options.depth, session,
                                                   caught_up)
-                found = [i for i, _, _ in fuse(_ids(scored), options)]
+                found = [i for i, _, _ in fuse(ranked_ids(scored), options)]
                 said |= _speakers(fetch, [r for r in found if r not in said])
         if subject is not None:
             scored[SUBJECT] = [(r, 0.0) for r in found if said.get(r) == subject.speaker]
@@ -199,7 +184,7 @@ def _facts_about(store: FactStore, user_id: str, subject: Subject, scored: dict[
                  options: RecallOptions) -> set[str]:
     """The ids of the found facts about the person the question names (their keys are namespaced by them,
     ``rules.attribute``), so a fact about them keeps its place above the turn it came from."""
-    found = [i for i, _, _ in fuse(_ids(scored), options)]
+    found = [i for i, _, _ in fuse(ranked_ids(scored), options)]
     prefix = f"{slug(subject.speaker)}."
     return {f.id for f in store.profile(user_id, ids=found) if (f.key or "").startswith(prefix)}
 
@@ -263,11 +248,6 @@ def _by_time(store: FactStore, user_id: str, fetch: EpisodeReader, refs: list[st
     return [best.get(e.id) or episode_items(e)[0][0] for e in inside]
 
 
-def _ids(scored: dict[str, list[tuple[str, float]]]) -> dict[str, list[str]]:
-    """Each channel's ranking as ids, best first."""
-    return {c: [i for i, _ in hits] for c, hits in scored.items()}
-
-
 def _scored(store: FactStore, user_id: str, part: str, query: str, dense: Sequence[tuple[str, float]] | None,
             options: RecallOptions, floor: float, session: str | None) -> dict[str, list[tuple[str, float]]]:
     """Each channel's hits of one part, ``(id, the channel's own score)`` best first (dense below ``floor`` out)."""
@@ -279,19 +259,6 @@ def _scored(store: FactStore, user_id: str, part: str, query: str, dense: Sequen
     return scored
 
 
-def one_list(facts: dict[str, list[tuple[str, float]]], episodes: dict[str, list[tuple[str, float]]]
-             ) -> dict[str, list[str]]:
-    """Facts and episodes ranked together in each channel by the channel's own score (one dense query's
-    similarities, one index's BM25), as ``"f:<id>"`` and ``"e:<id>"``; on a tie the fact first. A channel only
-    episodes have (the question's time) keeps their order."""
-    joint: dict[str, list[str]] = {}
-    for channel in dict.fromkeys([*facts, *episodes]):
-        both = [(-s, 0, f"f:{i}") for i, s in facts.get(channel, ())] + \
-               [(-s, 1, f"e:{i}") for i, s in episodes.get(channel, ())]
-        joint[channel] = [key for _, _, key in sorted(both, key=lambda x: x[:2])]
-    return joint
-
-
 def _fetched(fused: list[tuple[str, float, dict[str, int]]], sims: dict[str, float],
              fetch: Callable[[list[str]], dict[str, Any]], page: int | None) -> Iterator[Recalled]:
     """The fused items, read by id from their store of record as the caller takes them, a page at a time, so a
@@ -300,17 +267,7 @@ def _fetched(fused: list[tuple[str, float, dict[str, int]]], sims: dict[str, flo
     for start in range(0, len(fused), size):
         chunk = fused[start:start + size]
         items = fetch([i for i, _, _ in chunk])
-        yield from (Recalled(items[i], s, r, sims.get(i, math.nan), _why(r)) for i, s, r in chunk if i in items)
-
-
-def _why(ranks: dict[str, int]) -> str:
-    """Why an item was recalled: its rank in each channel (``dense #3 + lexical #1``, channels by name)."""
-    return _why_of(tuple(ranks.items()))
-
-
-@lru_cache(maxsize=1 << 12)  # the same ranks come back read after read
-def _why_of(ranks: tuple[tuple[str, int], ...]) -> str:
-    return " + ".join(f"{c} #{r}" for c, r in sorted(ranks))
+        yield from (Recalled(items[i], s, r, sims.get(i, math.nan), why(r)) for i, s, r in chunk if i in items)
 
 
 def fact_hits(store: FactStore, policy: "Policy", user_id: str, query: str, dense: Sequence[tuple[str, float]] | None,

@@ -234,8 +234,7 @@ class FactStore:
         """``(id, similarity)`` of the user's items nearest to ``vector``, closest first, per part: one query
         for ``sum(depths)`` items of both parts, of which each part keeps at most its own depth (so with
         ``{"facts": 100}`` alone, the facts among the nearest 100 items). A reader in ``session`` does not
-        wait for that session's pending turns (``embed_pending``); one that ``caught_up`` with them just
-        before (a read's searches: it calls ``embed_pending`` once) does not look again."""
+        wait for its pending turns (``embed_pending``), nor look again when it ``caught_up`` (a read, once)."""
         check_parts(depths)
         owner = self._owner(user_id)
         if "episodes" in depths and not caught_up:
@@ -249,8 +248,7 @@ class FactStore:
     def lexical(self, user_id: str, part: str, query: str, k: int,
                 session: str | None = None, caught_up: bool = False) -> list[tuple[str, float]]:
         """``(id, score)`` of the user's ``facts`` or ``episodes`` that share words with ``query``, best first.
-        A reader in ``session`` does not wait for that session's pending turns (``embed_pending``), nor, when it
-        ``caught_up`` with them just before, look again (``dense``)."""
+        A reader in ``session`` does not wait for its pending turns, nor look again when it ``caught_up`` (``dense``)."""
         check_parts([part])
         owner = self._owner(user_id)
         if part == "episodes" and not caught_up:
