@@ -44,6 +44,12 @@ class StoreLocked(MemkitError, RuntimeError):
     """An on-disk store is open in another process (use a `chroma run` server for several processes)."""
 
 
+class StoreCorrupt(MemkitError, RuntimeError):
+    """An on-disk store's parts disagree or one of them is damaged (records missing, emptied, truncated or not a
+    database while vectors remain): never read as an empty store. The message names the path, what disagrees and
+    what to do (``memkit store check PATH`` / ``memkit store repair PATH``)."""
+
+
 class StoreURLError(MemkitError, ValueError):
     """A store URL of no known kind (``FactStore.from_url``), or with an option its store does not take."""
 

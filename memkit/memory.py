@@ -18,11 +18,10 @@ from . import registry, validate
 from .read.passages import PASSAGE_TOKENS
 from .config import Settings
 from .write.episodic import EpisodicBuffer, SessionStore
-from .errors import ConfigError, ExtractionError, ModelUnavailable, StoreUnavailable
+from .errors import ConfigError, ExtractionError, ModelUnavailable, StoreClosed, StoreUnavailable
 from .write.extract import Extractor, LLMExtractor
 from .store import BULK_SIZE, FactStore
-from .read.pipeline import ReadOptions, read, read_notes
-from .read.recall import dense_rankings, fact_hits
+from .read.pipeline import ReadOptions, profile_block, read, read_notes, search_facts
 from .write.rules import RuleExtractor, attribute
 from .write.summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from .types import Candidate, Context, Episode, Event, EventKind, Hit, Turn
@@ -45,13 +44,7 @@ class Memory:
         """``read`` shapes every ``context`` (``memkit.ReadOptions``: k, the floor, the profile block, recall,
         what is shown). The read options passed one by one (``Memory(k=3, profile_tokens=0)``), as before
         0.3, still work and warn: they go in ``read``."""
-        if deprecated:
-            unknown = sorted(set(deprecated) - ReadOptions.names())
-            if unknown:
-                raise TypeError(f"Memory() got unexpected keyword arguments {unknown}")
-            warnings.warn(f"Memory({', '.join(f'{n}=...' for n in deprecated)}) is deprecated: pass "
-                          "read=ReadOptions(...) (memkit.ReadOptions)", DeprecationWarning, stacklevel=2)
-            read, _ = ReadOptions.split(deprecated, read)
+        self.read_options = ReadOptions.given(read, deprecated)  # ConfigError for anything but ReadOptions
         if isinstance(policy, str) and registry.needs_model("policy", policy):
             policy = registry.as_policy(policy, model=chat_model)  # ConfigError without a model
         validate.positive_int("window_tokens", window_tokens)
@@ -69,15 +62,14 @@ class Memory:
         # a turn longer than this is indexed as passages, and a read can show the one that answers (0: whole turns)
         self.passage_tokens = validate.count("passage_tokens", passage_tokens)
         self.retriever = retriever
-        self.read_options = read or ReadOptions()
         self.open_sessions: dict[tuple[str, str], EpisodicBuffer] = {}  # (user_id, session_id) -> its live buffer
-        # documents are retrieved beside the memory read; sessions warm up on a thread of their own, so a burst
-        # of opened sessions never queues ahead of a read. Memory itself is searched in the caller's thread:
-        # on 2 cores, handing a search to another thread made reads slower (CHANGELOG.md, 0.2.0, "Read path at scale")
+        # documents and session warm-ups each on a thread of their own; memory is searched in the caller's thread (on
+        # 2 cores another thread made reads slower: CHANGELOG.md, 0.2.0, "Read path at scale")
         self._docs = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memkit-docs")
         self._warmer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memkit-warm")
         self._warming: dict[str, Future] = {}  # user_id -> the background load started when a session opened
         self._bulk = False  # inside bulk(): sessions neither warm up nor embed as they open and end
+        self._closed = False  # close() or the end of its `with` block: every later call raises StoreClosed
 
     @property
     def sessions(self) -> dict[tuple[str, str], EpisodicBuffer]:
@@ -100,6 +92,7 @@ class Memory:
         """The user's session ``session_id``: open, resumed from the session store, or new. A session id is the
         user's own: two users may each have a session "mon"."""
         key = (validate.user_id(user_id), validate.session_id(session_id))
+        self._check_open()
         buf = self.open_sessions.get(key)
         if buf is not None:
             return buf
@@ -122,14 +115,12 @@ class Memory:
     def ready(self, user_id: str, timeout: float | None = None) -> bool:
         """Whether the background load a session opening started for ``user_id`` has finished, waiting up to
         ``timeout`` seconds for it (None: as long as it takes). True when nothing is loading."""
-        warming = self._warming.get(user_id)
-        if warming is None:
-            return True
         try:
-            warming.result(timeout=timeout)
+            if user_id in self._warming:
+                self._warming[user_id].result(timeout=timeout)
         except TimeoutError:
             return False
-        except Exception:  # a failed warm-up is not the read path's problem: the read loads what it needs
+        except Exception:  # noqa: BLE001 - a failed warm-up is not the read path's problem: a read loads what it needs
             pass
         return True
 
@@ -144,13 +135,9 @@ class Memory:
 
     @contextmanager
     def bulk(self, size: int = BULK_SIZE) -> Iterator["Memory"]:
-        """Observe a burst of turns at the encoder's speed (importing a history, a benchmark's ingest).
-
-        Outside it, each ended session is embedded at once and each opened one loads its user's indexes in the
-        background, so that reads stay fast. Inside it, neither happens: turns wait in the store's records until
-        ``size`` of them wait, of any users, and are embedded in one call, sorted by length (``FactStore.bulk``);
-        what still waits is embedded on leaving. Reads inside it see every turn (they embed what they need
-        first), facts are extracted and written as ever, and the vectors are the same as outside it."""
+        """Observe a burst of turns at the encoder's speed (importing a history, a benchmark's ingest): sessions
+        neither warm up as they open nor embed as they end; turns are embedded ``size`` at a time, of any users
+        (``FactStore.bulk``). Reads inside it see every turn; facts and vectors are the same as outside it."""
         with self.store.bulk(size):
             self._bulk = True
             try:
@@ -250,6 +237,7 @@ class Memory:
         model, then plan the writes that waited for the store: all of it read from the store's records, so a
         later process finishes what an earlier one could not. A write that meets the outage again keeps
         waiting (``StoreUnavailable`` is raised; what is left stays for the next ``flush()``)."""
+        self._check_open()
         events = self.store.replay()
         for episode in self.store.queue.to_extract():
             events += self._extract(episode.user_id, _turn(episode), _speaker(episode), episode.id)
@@ -279,12 +267,10 @@ class Memory:
         ``context`` admits profile facts only up to ``profile_tokens`` (and 15% of the budget).
         """
         query = validate.query(query)
-        k = None if k is None else validate.positive_int("k", k)
+        k = None if k is None else validate.positive_int("k", k, validate.MAX_K)
+        self._check_open()
         o = self.read_options
-        vector = self.store.embed_query(query) if "dense" in o.recall.channels and query.strip() else None
-        dense = dense_rankings(self.store, user_id, vector, {"facts": o.recall.depth}, o.recall)
-        return fact_hits(self.store, self.policy, user_id, query, dense.get("facts"), k or o.k,
-                         o.min_score if min_score is None else min_score, o.profile_tokens, o.recall)
+        return search_facts(self.store, self.policy, user_id, query, o, k or o.k, o.min_score if min_score is None else min_score)
 
     def context(self, user_id: str, session_id: str, query: str, budget: int = 1200, k: int | None = None,
                 min_score: float | None = None, now: "float | datetime | None" = None) -> Context:
@@ -300,8 +286,8 @@ class Memory:
         relative expression in it ("two weeks ago", "most recently") ranks the turns of that time up
         (``memkit/read/timeframe.py``), and the notes say how.
         """
-        budget = validate.positive_int("budget", budget)
-        k = None if k is None else validate.positive_int("k", k)
+        budget = validate.positive_int("budget", budget, validate.MAX_BUDGET)
+        k = None if k is None else validate.positive_int("k", k, validate.MAX_K)
         query = validate.query(query)
         buf = self.session(user_id, session_id)
         notes = read_notes(query, buf.window, self._warming.get(user_id))
@@ -312,18 +298,31 @@ class Memory:
     def profile(self, user_id: str, limit: int = 20) -> str:
         """The user's ``limit`` most important current facts as a compact block, most important first (from the
         maintained profile; equal importance: the newest first)."""
-        facts = self.store.profile(user_id, limit=limit)
-        more = len(self.store.profile(user_id)) - len(facts) if len(facts) == limit else 0
-        lines = [f"- {f.text}" for f in facts]  # the profile's own order
-        tail = [f"(and {more} more)"] if more else []
-        return "User profile:\n" + "\n".join(lines + tail) if facts else "User profile: (empty)"
+        return profile_block(self.store, user_id, limit)
+
+    def forget(self, user_id: str) -> None:
+        """Remove ``user_id`` from everything this memory holds: open and kept sessions with their summaries, and
+        the store's records, indexes, profile, history and retry queue (``FactStore.drop_user``); docs/usage.md,
+        "What memkit guarantees"."""
+        self._check_open()
+        self.ready(validate.user_id(user_id))  # a load under way finishes before the user is dropped
+        self.open_sessions = {key: buf for key, buf in self.open_sessions.items() if key[0] != user_id}
+        if self.sessions_store is not None:
+            self.sessions_store.drop_user(user_id)
+        self.store.drop_user(user_id)
 
     def close(self) -> None:
         """Stop the background threads and close the store (embedding what waits)."""
         self._stop()
         self.store.close()
 
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosed("this Memory was closed (close(), or its `with` block ended); make a new Memory")
+        self.store._check_open()
+
     def _stop(self) -> None:
+        self._closed = True
         self._warmer.shutdown(wait=True, cancel_futures=True)
         self._docs.shutdown(wait=True, cancel_futures=True)
 

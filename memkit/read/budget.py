@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from ..validate import MAX_K
+
 # The profile block takes at most this share of a budget: at 100 tokens a 150-token profile would leave
 # nothing for what the question is about (docs/decisions.md, "Profile block").
 PROFILE_SHARE = 0.15
@@ -23,13 +25,14 @@ def profile_rows(profile_tokens: int, k: int) -> int:
 
 
 def episode_depth(depth: int, budget: int) -> int:
-    """How deep to read each episode channel: enough to fill ``budget`` with short turns (about 10 tokens)."""
-    return max(depth, budget // 10)
+    """How deep to read each episode channel: enough to fill ``budget`` with short turns (about 10 tokens), at
+    most what a search may be asked for (``validate.MAX_K``)."""
+    return min(max(depth, budget // 10), MAX_K)
 
 
 def episode_page(budget: int) -> int:
     """Episodes read by id at a time while packing: about what the budget holds of short turns."""
-    return max(budget // 10, 10)
+    return min(max(budget // 10, 10), MAX_K)
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,12 @@ from ..types import Episode
 
 @functools.lru_cache(maxsize=4096)  # a read labels each candidate's date, and the same turns come back read after read
 def date_label(t: float) -> str:
-    """A session date as people write it: ``8 May 2023``."""
-    d = datetime.fromtimestamp(t)
+    """A session date as people write it: ``8 May 2023``; a stored time no calendar can write (one kept before
+    times were checked at ``observe``) reads ``unknown date`` and never fails the read."""
+    try:
+        d = datetime.fromtimestamp(t)
+    except (OverflowError, ValueError, OSError):
+        return "unknown date"
     return f"{d.day} {d.strftime('%B %Y')}"
 
 

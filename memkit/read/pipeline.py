@@ -6,6 +6,7 @@ arguments and calls it.
 
 from __future__ import annotations
 
+import warnings
 from concurrent.futures import Future
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
@@ -14,9 +15,9 @@ from . import assemble, lines, timeframe
 from .. import validate
 from .budget import plan_budget
 from ..errors import ConfigError
-from .recall import RecallOptions, recall
+from .recall import RecallOptions, dense_rankings, fact_hits, recall
 from ..store import DEFAULT_FLOOR, FactStore
-from ..types import Context, Turn
+from ..types import Context, Hit, Turn
 
 if TYPE_CHECKING:
     from ..write.episodic import EpisodicBuffer
@@ -58,14 +59,20 @@ class ReadOptions:
     headers: Mapping[str, str] = field(default_factory=lambda: dict(assemble.HEADERS))
 
     def __post_init__(self) -> None:
-        validate.positive_int("k", self.k)
-        validate.count("profile_tokens", self.profile_tokens)
-        validate.count("neighbours", self.neighbours)
-        validate.count("passages_per_turn", self.passages_per_turn)
+        """Every field checked here (types, ranges, NaN, strings for booleans), so a bad one fails where it is written."""
+        validate.positive_int("k", self.k, validate.MAX_K)
+        validate.number("min_score", self.min_score, -1.0, 1.0)  # a cosine similarity
+        validate.count("profile_tokens", self.profile_tokens, validate.MAX_BUDGET)
+        validate.count("neighbours", self.neighbours, validate.MAX_K)
+        validate.count("passages_per_turn", self.passages_per_turn, validate.MAX_K)
         for name in ("window_share", "document_share", "near_repeats", "diversity"):
             validate.share(name, getattr(self, name))
+        for name in ("facts", "episodes", "episode_dates", "speaker_runs", "episodes_for_facts", "fold_repeats"):
+            validate.flag(name, getattr(self, name))
         if not isinstance(self.recall, RecallOptions):
             raise ConfigError(f"recall must be a RecallOptions, not {type(self.recall).__name__}")
+        if not isinstance(self.headers, Mapping) or not all(isinstance(v, str) for v in self.headers.values()):
+            raise ConfigError(f"headers must map part names to strings, got {self.headers!r}")
         unknown = set(self.headers) - set(assemble.HEADERS)
         if unknown:
             raise ConfigError(f"unknown headers {sorted(unknown)}; choose from {sorted(assemble.HEADERS)}")
@@ -75,6 +82,21 @@ class ReadOptions:
     def names(cls) -> frozenset[str]:
         """The options' names (what ``split`` takes out of a flat set of memory options)."""
         return frozenset(f.name for f in fields(cls))
+
+    @classmethod
+    def given(cls, read: Any, deprecated: Mapping[str, Any]) -> "ReadOptions":
+        """What ``Memory(read=..., **deprecated)`` was given, as read options: only a ``ReadOptions`` (or None);
+        the options passed one by one (``Memory(k=3)``), as before 0.3, still work and warn."""
+        if read is not None and not isinstance(read, cls):
+            raise ConfigError(f"read must be a ReadOptions (memkit.ReadOptions(...)), not {type(read).__name__}")
+        if deprecated:
+            unknown = sorted(set(deprecated) - cls.names())
+            if unknown:
+                raise TypeError(f"Memory() got unexpected keyword arguments {unknown}")
+            warnings.warn(f"Memory({', '.join(f'{n}=...' for n in deprecated)}) is deprecated: pass "
+                          "read=ReadOptions(...) (memkit.ReadOptions)", DeprecationWarning, stacklevel=3)
+            read, _ = cls.split(deprecated, read)
+        return read or cls()
 
     @classmethod
     def split(cls, options: Mapping[str, Any], base: "ReadOptions | None" = None) -> tuple["ReadOptions", dict[str, Any]]:
@@ -129,3 +151,22 @@ def read(store: FactStore, policy: "Policy", buf: "EpisodicBuffer", query: str, 
     if docs is not None:
         parts.append(assemble.pack_documents(docs.result(), plan.documents))
     return Context(assemble.messages(parts, chosen, options.headers), tuple(parts), budget, notes)
+
+
+def search_facts(store: FactStore, policy: "Policy", user_id: str, query: str, options: ReadOptions, k: int,
+                 min_score: float) -> list[Hit]:
+    """``Memory.search``: the user's top ``k`` facts for ``query`` by hybrid recall, then the rest of the current
+    facts as the profile (``why="profile"``)."""
+    vector = store.embed_query(query) if "dense" in options.recall.channels and query.strip() else None
+    dense = dense_rankings(store, user_id, vector, {"facts": options.recall.depth}, options.recall)
+    return fact_hits(store, policy, user_id, query, dense.get("facts"), k, min_score, options.profile_tokens,
+                     options.recall)
+
+
+def profile_block(store: FactStore, user_id: str, limit: int) -> str:
+    """``Memory.profile``: the user's ``limit`` most important current facts, one a line, and how many more."""
+    facts = store.profile(user_id, limit=limit)
+    more = len(store.profile(user_id)) - len(facts) if len(facts) == limit else 0
+    lines = [f"- {f.text}" for f in facts]  # the profile's own order
+    tail = [f"(and {more} more)"] if more else []
+    return "User profile:\n" + "\n".join(lines + tail) if facts else "User profile: (empty)"

@@ -11,6 +11,8 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Sequence
 
 from . import passages
+from .. import validate
+from ..errors import InvalidArgument
 from .budget import BudgetPlan, profile_rows
 from .fusion import fuse, one_list, ranked_ids, why
 from .instructions import instruction_hits
@@ -31,6 +33,7 @@ PERSON_WEIGHT = 3.0  # the ranking of the turns of the person asked about (docs/
 LEXICAL_WEIGHT = 0.5  # the lexical channel's, beside the dense one's 1 (docs/decisions.md, "Channel weights")
 INSTRUCTIONS = 1  # standing instructions shown first (docs/decisions.md, "Standing instructions")
 WEIGHTS = (("lexical", LEXICAL_WEIGHT), ("dense", 1.0))  # the channels' weights, unless a read's options give others
+RANKINGS = (*CHANNELS, USER, SUBJECT, "time")  # what a fusion weighs (``RecallOptions.weights``)
 DEPTH = 30  # candidates read from each channel before fusion (docs/decisions.md, "Candidates per channel")
 
 
@@ -61,12 +64,28 @@ class RecallOptions:
     first_person_only: bool = False
 
     def __post_init__(self) -> None:
-        if not isinstance(self.instructions, int) or isinstance(self.instructions, bool) or self.instructions < 0:
-            raise ValueError(f"instructions is how many standing instructions a read shows (0: none), "
-                             f"got {self.instructions!r}")
-        unknown = set(self.channels) - set(CHANNELS)
-        if unknown or not self.channels:
-            raise ValueError(f"unknown recall channels {sorted(unknown)}; choose from {CHANNELS}")
+        """Every field checked here, so a misspelt channel or a string "false" fails where it is written."""
+        channels = self.channels
+        if isinstance(channels, str) or not isinstance(channels, (tuple, list)):
+            raise InvalidArgument(f"channels must be a tuple of channel names from {CHANNELS}, got {channels!r}")
+        if not channels or set(channels) - set(CHANNELS) or len(set(channels)) != len(channels):
+            raise InvalidArgument(f"channels {tuple(channels)!r}: name each of {CHANNELS} at most once, at least one")
+        object.__setattr__(self, "channels", tuple(channels))
+        pairs = self.weights
+        if not isinstance(pairs, tuple) or not all(isinstance(p, tuple) and len(p) == 2 for p in pairs):
+            raise InvalidArgument(f"weights must be a tuple of (ranking, weight) pairs, got {pairs!r}")
+        for name, w in pairs:
+            if name not in RANKINGS:
+                raise InvalidArgument(f"weights: unknown ranking {name!r}; choose from {RANKINGS}")
+            validate.number(f"weights[{name!r}]", w, 0.0, 1e6)
+        validate.positive_int("depth", self.depth, validate.MAX_K)
+        validate.positive_int("rrf_k", self.rrf_k, validate.MAX_K)
+        try:
+            validate.count("instructions", self.instructions, validate.MAX_K)
+        except InvalidArgument as e:
+            raise InvalidArgument(f"{e} (how many standing instructions a read shows; 0: none)") from None
+        for name in ("timeframes", "subjects", "subject_words", "dense_names", "name_variants", "first_person_only"):
+            validate.flag(name, getattr(self, name))
 
     def weight(self, channel: str) -> float:
         """A ranking's weight in the fusion: as ``weights`` gives it, else as ``WEIGHTS`` does (the channels), else

@@ -9,6 +9,7 @@ import threading
 from contextlib import ExitStack, contextmanager
 from typing import Any, Callable, ContextManager, Iterator, Sequence
 
+from .. import validate
 from ..errors import ConfigError, IsolationError
 from ..types import Episode
 from .base import TextIndex, VectorIndex, episode_items
@@ -32,6 +33,7 @@ class EpisodeArchive:
     def add(self, owner: str, user_id: str, episode: Episode, extract: bool) -> Episode:
         if episode.user_id != user_id:
             raise IsolationError(f"episode of {episode.user_id!r} offered to {user_id!r}")
+        validate.time_point("time", episode.time)  # one no date label can write would fail every later read
         stored = self.records.add_episode(owner, episode, extract)
         if self._bulk is not None:
             with self._guard:

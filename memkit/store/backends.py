@@ -9,6 +9,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from .. import validate
 from ..errors import StoreURLError
 from .base import parse_store_url
 from .chroma import MAX_USERS, ChromaIndex
@@ -28,6 +29,7 @@ def ephemeral(embedder: Any) -> dict[str, Any]:
 def from_url(url: str, embedder: Any, namespace: str, **options: Any) -> dict[str, Any]:
     """The parts of the store a URL names (``FactStore.from_url``); ``options`` go to its constructor."""
     kind, where = parse_store_url(url)
+    validate.namespace(namespace)  # before anything is written: it names files beside the records
     make = {"memory": ephemeral, "file": persistent, "chroma": http, "postgres": postgres}[kind]
     fixed = {"embedder", "namespace", "path", "url", "host", "port"}  # what the URL and the caller give
     unknown = set(options) - (set(inspect.signature(make).parameters) - fixed)
@@ -42,6 +44,7 @@ def from_url(url: str, embedder: Any, namespace: str, **options: Any) -> dict[st
 
 
 def persistent(path: str, embedder: Any, namespace: str, max_users: int = MAX_USERS) -> dict[str, Any]:
+    validate.namespace(namespace)
     vectors = ChromaIndex.persistent(path, embedder, namespace, max_users)
     return dict(vectors=vectors, records=Records(Path(path) / f"{namespace}.sqlite3"), embedder=embedder,
                 backend="persistent")
@@ -49,6 +52,7 @@ def persistent(path: str, embedder: Any, namespace: str, max_users: int = MAX_US
 
 def http(host: str, port: int, embedder: Any, namespace: str, records: str | Path | None = None,
          log: str | None = None) -> dict[str, Any]:
+    validate.namespace(namespace)
     vectors = ChromaIndex.http(host, port, embedder, namespace)
     if records is None:  # shared by every process of this machine that talks to the same server
         folder = Path.home() / ".memkit"
@@ -60,6 +64,8 @@ def http(host: str, port: int, embedder: Any, namespace: str, records: str | Pat
 
 def postgres(url: str, embedder: Any, namespace: str) -> dict[str, Any]:
     from .postgres import PgTextIndex, PgVectorIndex
+
+    validate.namespace(namespace)
 
     db = Database.postgres(url, namespace)
     return dict(vectors=PgVectorIndex(db, embedder), records=Records(db), log=EventLog(db), text=PgTextIndex(db),

@@ -8,11 +8,12 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 from typing import Any, Callable, Iterable, Protocol, Sequence, TypeVar
 
 from ..read import passages
 from .. import validate
-from ..errors import IsolationError, StoreURLError
+from ..errors import InvalidArgument, IsolationError, StorePathError, StoreURLError
 from ..types import Episode, Fact
 
 T = TypeVar("T")
@@ -70,10 +71,14 @@ def episode_items(e: Episode) -> list[tuple[str, str]]:
     return [(x.ref, episode_text(x)) for x in map(e.excerpt, passages.spans(e.content, e.passage_tokens))]
 
 
-def check_parts(parts: Iterable[str]) -> None:
+def check_parts(parts: "Iterable[str] | dict[str, int]") -> None:
+    """Known part names, and with a dict of part -> how many items, counts a search can be asked for
+    (``validate.MAX_K``): Chroma and tantivy allocate what they are asked for."""
     unknown = set(parts) - set(PARTS)
     if unknown:
-        raise ValueError(f"unknown parts {sorted(unknown)}; choose from {sorted(PARTS)}")
+        raise InvalidArgument(f"unknown parts {sorted(unknown)}; choose from {sorted(PARTS)}")
+    for part, k in parts.items() if isinstance(parts, dict) else ():
+        validate.count(f"k ({part})", k, validate.MAX_K)
 
 
 # ---- filters: Chroma's ``where`` language, applied by memkit to facts on every backend ---------------------
@@ -188,6 +193,29 @@ class TextIndex(Protocol):
 STORE_URLS = ("memory://", "file://PATH", "chroma://HOST:PORT", "postgresql://...")
 
 
+def file_path(url: str) -> str:
+    """The local folder a ``file:`` URL names, as RFC 8089 reads it: ``file:///P``, ``file://localhost/P`` or
+    ``file:/P``, percent-decoded; another host, a relative path, ``~``, a query or a fragment is ``StoreURLError``."""
+    from urllib.parse import unquote, urlsplit
+
+    parts = urlsplit(url)
+    if parts.query or parts.fragment or url.endswith(("?", "#")):
+        raise StoreURLError(f"{url!r}: a file: store URL takes no query or fragment (pass options as keywords: "
+                            "FactStore.from_url(url, max_users=...))")
+    if parts.netloc.startswith("~") or parts.path.startswith("~"):
+        raise StoreURLError(f"{url!r}: '~' is not expanded in a URL; write the folder's absolute path "
+                            f"(file://{os.path.expanduser('~')}/...)")
+    if parts.netloc not in ("", "localhost"):
+        raise StoreURLError(f"{url!r} names the host {parts.netloc!r}: a file: URL is a folder on this machine, "
+                            "file:///absolute/path (a relative path: file://$PWD/path)")
+    path = unquote(parts.path, errors="strict")
+    if not path.startswith("/") or path == "/":
+        raise StoreURLError(f"{url!r} names no folder path: write file:///absolute/path/to/folder")
+    if "\x00" in path:
+        raise StorePathError(f"{url!r}: the path holds a NUL character, which no file name can")
+    return path
+
+
 def parse_store_url(url: str) -> tuple[str, str]:
     """``(kind, where)`` of a store URL (``FactStore.from_url``): ``("memory", "")``, ``("file", PATH)``,
     ``("chroma", "HOST:PORT")`` or ``("postgres", URL)``; ``ephemeral`` is ``memory://``. ``StoreURLError``
@@ -196,8 +224,8 @@ def parse_store_url(url: str) -> tuple[str, str]:
         raise StoreURLError(f"a store URL is a string such as {', '.join(STORE_URLS)}; got {url!r}")
     if url in ("ephemeral", "memory://", "memory:"):
         return "memory", ""
-    if url.startswith("file://") and url[len("file://"):]:
-        return "file", url[len("file://"):]
+    if url.startswith("file:"):
+        return "file", file_path(url)
     if url.startswith("chroma://"):
         host, _, port = url[len("chroma://"):].rpartition(":")
         if host and port.isdigit():

@@ -65,6 +65,12 @@ class ChromaIndex:
         """A Chroma ``PersistentClient`` folder, locked for this process (``StoreLocked`` in another)."""
         validate.positive_int("max_users", max_users)
         folder = Path(path)
+        try:
+            os.stat(folder)  # a symlink loop, a name too long: said as the system says it
+        except FileNotFoundError:
+            pass
+        except OSError as e:
+            raise StorePathError(f"cannot use {folder} as a store folder: {e.strerror or e}") from None
         if folder.exists() and not folder.is_dir():
             raise StorePathError(f"{folder} is a file; FactStore.persistent needs a folder (it is created if missing)")
         try:
@@ -76,6 +82,8 @@ class ChromaIndex:
             parent = next((p for p in folder.parents if p.exists() and not p.is_dir()), folder.parent)
             raise StorePathError(f"{folder} lies under {parent}, which is a file; FactStore.persistent needs a "
                                  f"folder path") from None
+        except OSError as e:  # /proc, a read-only file system, a full disk
+            raise StorePathError(f"cannot create the store folder {folder}: {e.strerror or e}") from None
         try:
             _raise_open_file_limit()
             with translated("persistent"), _hnsw_cache(max_users):  # one index per user

@@ -178,7 +178,7 @@ class FactStore:
         """
         where = check_where(where)
         query = validate.query(query)
-        k = validate.positive_int("k", k)
+        k = validate.positive_int("k", k, validate.MAX_K)
         owner = self._owner(user_id)
         if not query.strip():
             return []
@@ -249,7 +249,7 @@ class FactStore:
                 session: str | None = None, caught_up: bool = False) -> list[tuple[str, float]]:
         """``(id, score)`` of the user's ``facts`` or ``episodes`` that share words with ``query``, best first.
         A reader in ``session`` does not wait for its pending turns, nor look again when it ``caught_up`` (``dense``)."""
-        check_parts([part])
+        check_parts({part: k})
         owner = self._owner(user_id)
         if part == "episodes" and not caught_up:
             self.archive.embed_pending(owner, user_id, session)  # a read never misses another session's turn
@@ -315,12 +315,9 @@ class FactStore:
         return len(facts)
 
     def drop_user(self, user_id: str) -> None:
-        """Forget everything about ``user_id``: facts, episodes, lexical rows and history."""
-        owner = self._owner(user_id)
-        self.records.drop_owner(owner)
-        self.lexicon.drop(owner, list(PARTS))
-        self.log.drop(owner)
-        self.vectors.drop(owner, user_id)
+        """Forget everything about ``user_id``: facts, episodes, both indexes, profile, history and what waited
+        for a model or the store; on files, no page or segment keeps their text (``_forget``)."""
+        _forget(self, self._owner(user_id), user_id)
 
     @property
     def closed(self) -> bool:
@@ -353,12 +350,31 @@ def _index_folder(records: str) -> Path | None:
     return None if records == ":memory:" else Path(records).with_suffix(".lexical")
 
 
+def _forget(store: FactStore, owner: str, user_id: str) -> None:
+    """Drop one owner from every part; then, where the parts are files, leave no copy of the text: SQLite
+    overwrites freed pages (``secure_delete``) and its write-ahead log is emptied, and a tantivy folder is
+    written anew from what remains (docs/usage.md, "What memkit guarantees")."""
+    store.records.drop_owner(owner)
+    store.log.drop(owner)
+    store.vectors.drop(owner, user_id)
+    store.lexicon.drop(owner, list(PARTS))
+    if isinstance(store.lexicon, LexicalIndex) and store.records.path != ":memory:":
+        store.lexicon.rebuild(_rows(store.records, store.log))
+    for db in {id(store.records.db): store.records.db, id(store.log.db): store.log.db}.values():
+        db.scrub()
+
+
+def _rows(records: Records, log: EventLog) -> Iterator[tuple[str, str, str, str]]:
+    """What a text index derives from: ``(owner, part, id, text)`` of every current fact and embedded episode."""
+    return itertools.chain(((owner, "facts", ref, body) for owner, ref, body in log.all_facts()),
+                           ((owner, "episodes", ref, text) for owner, e in records.embedded()
+                            for ref, text in episode_items(e)))
+
+
 def _fill(text: TextIndex, records: Records, log: EventLog) -> None:
     """Fill a text index from the truth it derives from (the profile and the embedded episodes), and drop what
     an older memkit kept for it (FTS5 tables, a facts-only folder)."""
-    text.fill(itertools.chain(((owner, "facts", ref, body) for owner, ref, body in log.all_facts()),
-                              ((owner, "episodes", ref, text) for owner, e in records.embedded()
-                               for ref, text in episode_items(e))))
+    text.fill(_rows(records, log))
     records.drop_fts()
     if records.path != ":memory:" and records.db.dialect.older_files:
         shutil.rmtree(Path(records.path).with_suffix(".facts-index"), ignore_errors=True)

@@ -155,6 +155,19 @@ class LexicalIndex:
             for owner, part, ref, text in itertools.chain([first], rows):
                 self._add(writer, owner, part, ref, text)
 
+    def rebuild(self, rows: Iterable[tuple[str, str, str, str]]) -> None:
+        """Index exactly ``(owner, part, id, text)`` rows: every other document goes, and with it every file of
+        the folder that held one (a forgotten user's words stay in no segment: deleting a document only marks
+        it until segments merge)."""
+        with self._writer() as writer:
+            writer.delete_all_documents()
+            for owner, part, ref, text in rows:
+                self._add(writer, owner, part, ref, text)
+        with self._guard, self._lock():
+            writer = self._open().writer(WRITER_HEAP, 1)
+            writer.garbage_collect_files()
+            writer.wait_merging_threads()
+
     @staticmethod
     def _add(writer: tantivy.IndexWriter, owner: str, part: str, ref: str, text: str) -> None:
         key = f"{_owner(part, owner)}/{ref}"

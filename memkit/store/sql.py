@@ -35,6 +35,7 @@ def connect_sqlite(path: str | Path, timeout: float, script: str = "", attempts:
             if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
                 conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA secure_delete=ON")  # a deleted row's text is overwritten, not left in a free page
             if script:
                 conn.executescript(script)
             return conn
@@ -133,6 +134,14 @@ class Database:
         except psycopg.OperationalError as e:
             raise StoreUnavailable(f"the {role} ({_safe(url)}) is unreachable: {e}".strip()) from e
         return cls(conn, POSTGRES, _advisory_lock(url, namespace), conn.close, url)
+
+    def scrub(self) -> None:
+        """After a forget: SQLite's write-ahead log copied into the file and emptied, so no frame of it holds a
+        deleted row. PostgreSQL: nothing here (dead rows wait for VACUUM, the server's WAL for its recycling:
+        docs/usage.md, "What memkit guarantees")."""
+        if self.dialect.name == "sqlite" and self.path != ":memory:":
+            with self.guard:
+                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # ---- statements -----------------------------------------------------------------------------
     def check(self) -> None:

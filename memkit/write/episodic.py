@@ -30,6 +30,7 @@ class SessionStore:
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
         self._db = sqlite3.connect(self.path, check_same_thread=False)
+        self._db.execute("PRAGMA secure_delete=ON")  # a forgotten user's turns are overwritten, not left in free pages
         self._lock = threading.Lock()
         with self._lock, self._db:
             self._migrate()
@@ -73,6 +74,12 @@ class SessionStore:
                 " WHERE user_id = ? AND session_id = ? ORDER BY seq", (user_id, session_id))]
         s = json.loads(row[1])
         return row[0], Summary(s["text"], tuple(s["turn_ids"]), s["tokens"]), turns
+
+    def drop_user(self, user_id: str) -> None:
+        """Forget the user's kept sessions: their turns, window and summary (``Memory.forget``)."""
+        with self._lock, self._db:
+            self._db.execute("DELETE FROM turns WHERE user_id = ?", (user_id,))
+            self._db.execute("DELETE FROM sessions WHERE user_id = ?", (user_id,))
 
     def sessions(self, user_id: str) -> list[str]:
         """The ids of the user's kept sessions, oldest first."""
