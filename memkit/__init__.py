@@ -10,7 +10,7 @@ _EXPORTS = {  # name -> the module that defines it, imported on first use (PEP 5
     **dict.fromkeys(('Settings',), "config"),
     **dict.fromkeys(('EpisodicBuffer', 'SessionStore'), "write.episodic"),
     **dict.fromkeys(('CachedEmbedder', 'EmbeddingCache'), "models.embed_cache"),
-    **dict.fromkeys(('CacheUnavailable', 'ConfigError', 'DatasetError', 'DimensionMismatch', 'EmbedderMismatch', 'ExtractionError', 'InvalidArgument', 'InvalidContent', 'IsolationError', 'MemkitError', 'MissingSessionId', 'MissingUserId', 'ModelUnavailable', 'StoreClosed', 'StoreCorrupt', 'StoreLocked', 'StorePathError', 'StoreUnavailable'), "errors"),
+    **dict.fromkeys(('CacheUnavailable', 'ConfigError', 'DatasetError', 'DimensionMismatch', 'EmbedderMismatch', 'ExtractionError', 'InvalidArgument', 'InvalidContent', 'IsolationError', 'MemkitError', 'MissingSessionId', 'MissingUserId', 'ModelUnavailable', 'StoreClosed', 'StoreCorrupt', 'StoreFull', 'StoreLocked', 'StorePathError', 'StoreUnavailable'), "errors"),
     **dict.fromkeys(('EXTRACTION_PROMPT', 'Extractor', 'LLMExtractor'), "write.extract"),
     **dict.fromkeys(('FactStore',), "store"),
     **dict.fromkeys(('ChatModel', 'OpenAIChat', 'parse_json'), "models.llm"),
@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors
     from .errors import (CacheUnavailable, ConfigError, DatasetError, DimensionMismatch, EmbedderMismatch, ExtractionError, InvalidArgument,
                          InvalidContent,
                          IsolationError, MemkitError, MissingSessionId, MissingUserId, ModelUnavailable, StoreClosed,
-                         StoreCorrupt, StoreLocked, StorePathError, StoreUnavailable)
+                         StoreCorrupt, StoreFull, StoreLocked, StorePathError, StoreUnavailable)
     from .write.extract import EXTRACTION_PROMPT, Extractor, LLMExtractor
     from .store import FactStore
     from .models.llm import ChatModel, OpenAIChat, parse_json
@@ -62,6 +62,6 @@ __all__ = [
     "Extractor", "Fact", "FactStore", "Hit", "InvalidArgument", "InvalidContent", "IsolationError", "KeyedPolicy",
     "LLMExtractor", "LLMPolicy", "LLMSummarizer", "MemkitError", "Memory", "MissingSessionId", "MissingUserId",
     "ModelUnavailable", "OpenAIChat", "POLICIES", "Part", "Policy", "ReadOptions", "RecallOptions", "Recalled", "RuleExtractor",
-    "SessionStore", "Settings", "SimilarityPolicy", "StoreClosed", "StoreCorrupt", "StoreLocked", "StorePathError",
+    "SessionStore", "Settings", "SimilarityPolicy", "StoreClosed", "StoreCorrupt", "StoreFull", "StoreLocked", "StorePathError",
     "StoreUnavailable", "Summarizer", "Summary", "TemporalPolicy", "Turn", "as_policy", "parse_json", "__version__",
 ]

@@ -69,6 +69,38 @@ def cmd_llm_check(args: argparse.Namespace) -> int:
     return 0 if probes[0].ok else 1
 
 
+def cmd_store(args: argparse.Namespace) -> int:
+    """``memkit store check|repair PATH``: print what disagrees (check) or what was mended (repair); 0 when the
+    store is sound (or was made so), 1 when it is not, with what cannot be mended named."""
+    from pathlib import Path
+
+    from .errors import StoreCorrupt
+    from .models.embed import shared_embedder
+    from .store import FactStore, backends, health
+
+    folder, action = Path(args.path), args.store_command
+    if not (folder / f"{args.namespace}.sqlite3").exists() and not (folder / "chroma.sqlite3").exists():
+        print(f"no store at {folder} (no {args.namespace}.sqlite3, no chroma.sqlite3)")
+        return 1
+    try:
+        store = FactStore(**backends.persistent(str(folder), shared_embedder(), args.namespace), verify=False)
+    except StoreCorrupt as e:
+        print(f"cannot {action}: {e}")
+        return 1
+    try:
+        if action == "check":
+            found = health.findings(store)
+            print("\n".join(f"problem: {f}" for f in found) or f"ok: records, vectors and lexical index of {folder} agree")
+            return 1 if found else 0
+        print("\n".join(health.repair(store)) or "nothing to repair")
+        return 0
+    except StoreCorrupt as e:
+        print(e)
+        return 1
+    finally:
+        store.close()
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -115,6 +147,15 @@ def build_parser() -> argparse.ArgumentParser:
     check = llm_sub.add_parser("check", help="ask the endpoint what memkit needs (reachable, structured output, "
                                              "JSON mode, a sample extraction), timed, and say what will work")
     check.set_defaults(func=cmd_llm_check)
+    store = sub.add_parser("store", help="an on-disk store: check that its parts agree, repair what can be")
+    store_sub = store.add_subparsers(dest="store_command", required=True, metavar="{check,repair}",
+                                     help="check: say what disagrees; repair: rebuild what the records allow")
+    for name, text in (("check", "say what disagrees between the records, the vectors and the lexical index"),
+                       ("repair", "rebuild the vectors and the lexical index from the records; name what cannot be")):
+        one = store_sub.add_parser(name, help=text)
+        one.add_argument("path", help="the store's folder (FactStore.persistent(path))")
+        one.add_argument("--namespace", default="memkit", help="the store's namespace (default: %(default)s)")
+        one.set_defaults(func=cmd_store)
     nbs = sub.add_parser("notebooks", help="copy the teaching notebooks (and their py:percent sources) into DIR")
     nbs.add_argument("dir", help="folder to copy them into (created if missing)")
     nbs.add_argument("--force", action="store_true", help="overwrite notebooks already there")

@@ -50,6 +50,11 @@ class StoreCorrupt(MemkitError, RuntimeError):
     what to do (``memkit store check PATH`` / ``memkit store repair PATH``)."""
 
 
+class StoreFull(MemkitError, OSError):
+    """The disk holding a store's file is full: the write was refused whole, and what was written before stays
+    readable and consistent. Free space and write again."""
+
+
 class StoreURLError(MemkitError, ValueError):
     """A store URL of no known kind (``FactStore.from_url``), or with an option its store does not take."""
 

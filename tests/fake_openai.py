@@ -18,7 +18,8 @@ class FakeOpenAI:
                  like_llama_cpp: bool = False) -> None:
         self.replies: list[str] = []
         # "500", "429", "empty", "slow:<seconds>", "400", "drip:<seconds>" (a streamed reply, one word per
-        # <seconds>) or "cut" (a streamed reply that stops halfway, before its last chunk): one per request, in order
+        # <seconds>), "cut" (a streamed reply that stops halfway, before its last chunk) or "plain" (a streamed
+        # request answered with one JSON body, as some servers and proxies do): one per request, in order
         self.faults: list[str] = []
         self.cancelled = 0  # streamed replies the client hung up on before their end
         self.requests: list[dict[str, Any]] = []
@@ -37,11 +38,13 @@ class FakeOpenAI:
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 fake.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
-                drip, cut = 0.0, False
+                drip, cut, plain = 0.0, False, False
                 if fake.faults:
                     fault = fake.faults.pop(0)
                     if fault == "cut":
                         cut = True
+                    elif fault == "plain":
+                        plain = True
                     elif fault.startswith("drip:"):
                         drip = float(fault[5:])
                     elif fault.startswith("slow:"):
@@ -66,7 +69,7 @@ class FakeOpenAI:
                     if (fake.reject_json_mode and "response_format" in body) or (fake.reject_schema and schema):
                         return self._send(400, {"error": {"message": "response_format not supported", "type": "invalid_request_error"}})
                     content = fake.replies.pop(0) if fake.replies else '{"facts": []}'
-                    if body.get("stream"):
+                    if body.get("stream") and not plain:
                         return self._stream(body["model"], content, drip, cut)
                     return self._send(200, {
                         "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],

@@ -344,7 +344,7 @@ def test_a_store_with_a_collection_per_part_moves_to_one_collection_when_it_open
 
 def test_a_move_cut_short_is_finished_on_the_next_open_and_a_refused_one_changes_nothing(tmp_path, embedder):
     from memkit.errors import DimensionMismatch
-    from memkit.types import Fact
+    from memkit.types import Event, EventKind, Fact
 
     path = str(tmp_path / "s")
     store = FactStore.persistent(path, embedder)
@@ -360,6 +360,8 @@ def test_a_move_cut_short_is_finished_on_the_next_open_and_a_refused_one_changes
     new = client.create_collection(store.collection_name("u"), embedding_function=embedder,
                                    configuration={"hnsw": LEGACY_HNSW}, metadata={**meta, "moving": True})
     new.add(ids=["f:f0"], documents=[facts[0].text], metadatas=[legacy_fact_metadata(facts[0])])
+    # the records such a store holds beside its vectors (an open checks that they agree: memkit/store/health.py)
+    store.record("u", [Event(EventKind.ADD, "u", f.id, None, f, "legacy", (), 1.0) for f in facts])
     store.close()
     store = FactStore.persistent(path, embedder)
     col = store.vectors.client.get_collection(store.collection_name("u"))

@@ -45,9 +45,21 @@ def _ctrl_c(e: BaseException | None) -> bool:
     return False
 
 
+def positive(text: str) -> int:
+    """An option's whole number of at least 1 (argparse names the option when this refuses)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     import pandas as pd
 
+    from ..errors import DatasetError
     from .. import registry
     from ..lab.viz import recall_by_type, strategy_comparison, write_page
     from .datasets import describe, expand, guess_format, load
@@ -60,9 +72,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     fmt = args.format or guess_format(files[0])
     convs = [c for p in files for c in load(p, fmt)]
     if not convs:
-        from ..errors import DatasetError
-
         raise DatasetError(f"{' '.join(paths)} holds no conversations")
+    if not any(c.probes for c in convs):
+        raise DatasetError(f"{' '.join(paths)} holds {len(convs)} conversations and no probes: nothing to measure "
+                           "(each needs questions with evidence: docs/architecture.md §5)")
     if args.limit:
         convs = convs[: args.limit]
     counted = describe(convs)
@@ -295,7 +308,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--profile-tokens", type=int, default=150,
                    help="two-layer: tokens for the user-profile block (0: similarity search only)")
     b.add_argument("--floor", type=float, default=None, help="two-layer: similarity floor (default 0.3)")
-    b.add_argument("--limit", type=int, default=0, help="only the first N conversations")
+    b.add_argument("--limit", type=positive, default=None, help="only the first N conversations (N >= 1)")
     b.add_argument("--judge", action="store_true",
                    help="also let the MEMKIT_LLM_* model answer each probe from the context and grade it")
     b.add_argument("--no-turn-tokens", action="store_true", help="skip building a context at every turn (faster)")

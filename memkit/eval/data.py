@@ -67,6 +67,24 @@ def _path(path: str | Path) -> Path:
     return p
 
 
+def text_of(path: str | Path) -> str:
+    """A benchmark file's text; ``DatasetError`` naming it when it is missing or not UTF-8 text (a binary file)."""
+    p = _path(path)
+    try:
+        return p.read_text("utf-8")
+    except UnicodeDecodeError as e:
+        raise DatasetError(f"{p} is not UTF-8 text (byte {e.start}: a binary or compressed file?)") from None
+
+
+def _evidence(p: dict[str, Any]) -> tuple[str, ...]:
+    """A probe's evidence: a list of turn ids; anything else (a string, a number, a nested list) is named, never
+    read as a string's characters or as no evidence (which would score 0.000 with exit 0)."""
+    evidence = p.get("evidence", [])
+    if not isinstance(evidence, list) or not all(isinstance(e, str) for e in evidence):
+        raise DatasetError(f"probe {p.get('id')!r}: evidence must be a list of turn ids (strings), got {evidence!r}")
+    return tuple(evidence)
+
+
 def conversation(d: dict[str, Any]) -> Conversation:
     """One memkit JSONL record (docs/architecture.md §5) as a ``Conversation``."""
     sessions = in_time_order([DSession(s["id"], s.get("time"), tuple(
@@ -74,7 +92,7 @@ def conversation(d: dict[str, Any]) -> Conversation:
     session_time = {s.id: timestamp(s.time) for s in sessions}
     # a probe without its own time is asked at the time of the session it follows
     probes = tuple(Probe(p["id"], p["after_session"], p["question"], str(p["answer"]),
-                         tuple(p.get("evidence", ())), p.get("type", "unknown"), p.get("old_answer"),
+                         _evidence(p), p.get("type", "unknown"), p.get("old_answer"),
                          timestamp(p.get("time")) or session_time.get(p["after_session"]))
                    for p in d.get("probes", ()))
     return Conversation(d["id"], d["user_id"], sessions, tuple(d.get("ops", ())), probes)
@@ -83,12 +101,14 @@ def conversation(d: dict[str, Any]) -> Conversation:
 def load_memkit(path: str | Path) -> list[Conversation]:
     """One conversation per line (docs/architecture.md §5)."""
     out = []
-    for n, line in enumerate(_path(path).read_text("utf-8").splitlines(), 1):
+    for n, line in enumerate(text_of(path).splitlines(), 1):
         if not line.strip():
             continue
         try:
             out.append(conversation(json.loads(line)))
-        except (json.JSONDecodeError, KeyError, TypeError) as e:
+        except DatasetError as e:
+            raise DatasetError(f"{path}:{n}: {e}") from None
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as e:
             raise DatasetError(f"{path}:{n} is not a memkit conversation ({type(e).__name__}: {e}); "
                                "is it another dataset? pass --format (memkit.eval.datasets.FORMATS)") from None
     return out

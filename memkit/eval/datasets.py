@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..errors import DatasetError
-from .data import Conversation, DSession, DTurn, Probe, _path, in_time_order, load_memkit, timestamp
+from .data import Conversation, DSession, DTurn, Probe, in_time_order, load_memkit, text_of, timestamp
 
 FORMATS = ("memkit", "locomo", "longmemeval", "realtalk", "beam")
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -29,7 +29,7 @@ REALTALK_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "commonsense"}
 
 def _json_list(path: str | Path, what: str, needed: str) -> list[dict[str, Any]]:
     try:
-        data = json.loads(_path(path).read_text("utf-8"))
+        data = json.loads(text_of(path))
     except json.JSONDecodeError as e:
         raise DatasetError(f"{path} is not JSON ({e}); a memkit JSONL file needs --format memkit") from None
     if not isinstance(data, list) or not data or not isinstance(data[0], dict) or needed not in data[0]:
@@ -254,7 +254,7 @@ def _files(path: str | Path, pattern: str, what: str) -> list[Path]:
 
 def _json(file: Path) -> Any:
     try:
-        return json.loads(_path(file).read_text("utf-8"))
+        return json.loads(text_of(file))
     except json.JSONDecodeError as e:
         raise DatasetError(f"{file} is not JSON ({e})") from None
 

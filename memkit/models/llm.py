@@ -166,6 +166,10 @@ class OpenAIChat:
         """The text of a streamed reply; cancelled (the connection closed) when it is still coming at
         ``deadline``, or when the stream breaks or ends before its last chunk (the one with a finish reason):
         ``ModelUnavailable`` either way, so a cut reply is never read as a whole one."""
+        response = getattr(chunks, "response", None)
+        if response is not None and "event-stream" not in response.headers.get("content-type", "") \
+                and "json" in response.headers.get("content-type", ""):
+            return _whole_body(chunks, response)  # a server or proxy that answers a stream with one JSON body
         parts, finished = [], False
         try:
             for chunk in chunks:
@@ -198,6 +202,22 @@ class OpenAIChat:
         return LEVELS[max(LEVELS.index(wished), LEVELS.index(self.level))]
 
 
+def _whole_body(chunks: Any, response: Any) -> str:
+    """The text of a whole reply sent, by its content type, as one JSON body to a streamed request."""
+    try:
+        return _message_of(json.loads(response.read()))
+    except (ValueError, KeyError, IndexError, TypeError) as e:
+        raise ModelUnavailable(f"chat: the endpoint answered a streamed request with a JSON body that holds no "
+                               f"message ({type(e).__name__}: {e}); MEMKIT_LLM_STREAM=0 asks it without streaming") from e
+    finally:
+        chunks.close()
+
+
+def _message_of(body: dict[str, Any]) -> str:
+    """The message of a chat completion as JSON (``{"choices": [{"message": {"content": ...}}]}``)."""
+    return body["choices"][0]["message"]["content"] or ""
+
+
 def _message(reply: Any) -> str:
     """The text of a whole (not streamed) reply."""
     try:
@@ -227,7 +247,7 @@ def parse_json(text: str) -> Any:
     if not text or not text.strip():
         raise ExtractionError("empty reply from the model", text or "")
     candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(strict=False)  # a raw newline inside a string (llama.cpp's grammars allow one)
     for chunk in candidates:
         for i, ch in enumerate(chunk):
             if ch in "{[":

@@ -82,8 +82,8 @@ def verdict(probes: list[Probe]) -> str:
     """What will work, and what to set, from the probes."""
     reach, schema, in_json_mode, json_mode, sample = (p.ok for p in probes)
     if not reach:
-        return ("the endpoint does not answer: check MEMKIT_LLM_BASE_URL and MEMKIT_LLM_MODEL (and the server); "
-                "offline memkit needs none of them")
+        return "; ".join(["the endpoint does not answer usefully: check MEMKIT_LLM_BASE_URL and MEMKIT_LLM_MODEL (and "
+                          "the server); offline memkit needs none of them", *settings(probes)])
     slow = max(p.seconds for p in probes)
     asks = "structured output" if schema else "the schema in JSON mode" if in_json_mode else \
         "JSON mode" if json_mode else "plain text"
@@ -95,7 +95,22 @@ def verdict(probes: list[Probe]) -> str:
         lines.append("the model can extract facts: Memory.from_settings() uses it for extraction and summaries")
     if slow > 10:
         lines.append(f"its slowest probe took {slow:.0f} s: raise MEMKIT_LLM_TIMEOUT above that")
-    return "; ".join(lines)
+    return "; ".join(lines + settings(probes))
+
+
+def settings(probes: list[Probe]) -> list[str]:
+    """The setting that would make a failing probe work, named from what it met: a stream the endpoint does not
+    send whole (MEMKIT_LLM_STREAM=0), a reply that took longer than allowed (MEMKIT_LLM_TIMEOUT), a reply cut at
+    its token limit (MEMKIT_LLM_MAX_TOKENS)."""
+    said = " ".join(p.said for p in probes if not p.ok).lower()
+    hints = []
+    if "stream" in said:
+        hints.append("its streamed replies failed: set MEMKIT_LLM_STREAM=0 to ask without streaming")
+    if any(w in said for w in ("timed out", "timeout", "still coming", "stalled")):
+        hints.append("a probe timed out (not a refusal): raise MEMKIT_LLM_TIMEOUT")
+    if "truncated" in said or "cut short" in said:
+        hints.append("a reply was cut at its token limit: raise MEMKIT_LLM_MAX_TOKENS")
+    return hints
 
 
 def report(probes: list[Probe], where: str) -> str:

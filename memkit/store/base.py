@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import json
 import os
-from typing import Any, Callable, Iterable, Protocol, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence, TypeVar
 
 from ..read import passages
 from .. import validate
@@ -69,6 +70,14 @@ def episode_items(e: Episode) -> list[tuple[str, str]]:
     """``(index id, text)`` of what an episode is indexed as: the whole turn, or each passage of a turn longer
     than its ``passage_tokens`` (``memkit/read/passages.py``)."""
     return [(x.ref, episode_text(x)) for x in map(e.excerpt, passages.spans(e.content, e.passage_tokens))]
+
+
+def text_rows(records: Any, log: Any) -> Iterator[tuple[str, str, str, str]]:
+    """What a text index derives from: ``(owner, part, id, text)`` of every current fact (``log``'s profile) and
+    every embedded episode (``records``), its passages one by one."""
+    return itertools.chain(((owner, "facts", ref, body) for owner, ref, body in log.all_facts()),
+                           ((owner, "episodes", ref, text) for owner, e in records.embedded()
+                            for ref, text in episode_items(e)))
 
 
 def check_parts(parts: "Iterable[str] | dict[str, int]") -> None:

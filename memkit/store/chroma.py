@@ -67,7 +67,7 @@ class ChromaIndex:
         folder = Path(path)
         try:
             os.stat(folder)  # a symlink loop, a name too long: said as the system says it
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # new, or under a file: said below
             pass
         except OSError as e:
             raise StorePathError(f"cannot use {folder} as a store folder: {e.strerror or e}") from None
@@ -174,6 +174,21 @@ class ChromaIndex:
                     pass
                 with self._guard:
                     self._collections.pop(name, None)
+
+    def owners(self) -> dict[str, str]:
+        """``owner -> user_id`` of every user with a collection in this namespace (``health.findings``)."""
+        prefix = f"{self.namespace}-user-"
+        with translated(self.backend):
+            return {c.name[len(prefix):]: (c.metadata or {}).get("user_id", "") for c in self.client.list_collections()
+                    if c.name.startswith(prefix)}
+
+    def holds(self, owner: str) -> bool:
+        """Whether the owner's collection holds any vector."""
+        with translated(self.backend):
+            try:
+                return self.client.get_collection(self.collection_name(owner)).count() > 0
+            except (NotFoundError, ValueError):
+                return False
 
     def loaded(self) -> int:
         """How many users' collection handles are held (at most ``max_users``)."""

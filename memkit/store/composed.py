@@ -9,7 +9,6 @@ event log, where ``as_of`` and ``get(include_superseded=True)`` find them. There
 
 from __future__ import annotations
 
-import itertools
 import shutil
 import threading
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -22,8 +21,8 @@ from .. import validate
 from ..errors import ConfigError, IsolationError, StoreClosed, StoreUnavailable
 from ..types import Episode, Event, Fact, Hit, fold
 from .base import (BULK_SIZE, DEFAULT_FLOOR, EMBED_BATCH, IMPORTANCE_WEIGHT, PARTS, SIMILARITY_WEIGHT, TextIndex,
-                   VectorIndex, check_parts, check_where, episode_items, matches, owner_of)
-from . import backends
+                   VectorIndex, check_parts, check_where, matches, owner_of, text_rows)
+from . import backends, health
 from .chroma import MAX_USERS
 from .archive import EpisodeArchive
 from .facts import FactIndex
@@ -39,7 +38,8 @@ class FactStore:
 
     def __init__(self, vectors: VectorIndex, records: Records, log: EventLog | None = None,
                  text: TextIndex | None = None, embedder: Any = None, backend: str = "custom",
-                 embed_batch: int = EMBED_BATCH) -> None:
+                 embed_batch: int = EMBED_BATCH, verify: bool = True) -> None:
+        """``verify`` False opens a store whose parts disagree (``memkit store check|repair``; ``health.py``)."""
         self.vectors, self.records, self.backend = vectors, records, backend
         self.log = log or EventLog(records.db)
         self.embedder = embedder or _embed.shared_embedder()
@@ -54,7 +54,7 @@ class FactStore:
         self.facts = FactIndex(vectors, self.lexicon, self.log, self.embedder, self._unit)
         self.archive = EpisodeArchive(records, vectors, self.lexicon, self.embedder, self._unit, embed_batch)
         try:
-            _open_once(self)
+            _open_once(self, verify)
         except BaseException:
             self.close()
             raise
@@ -332,12 +332,15 @@ class FactStore:
         self.log.close()
 
 
-def _open_once(store: FactStore) -> None:
-    """What a store does when it opens, never on a read: fill a new text index, move old layouts, replay."""
-    if not store.lexicon.filled:  # new, missing or damaged, or written by an older memkit
-        _fill(store.lexicon, store.records, store.log)
+def _open_once(store: FactStore, verify: bool) -> None:
+    """What a store does when it opens, never on a read: move old layouts, check its parts agree, fill a new
+    text index, replay."""
     if "migrate" in store.vectors.extras:
         store.vectors.migrate()  # type: ignore[attr-defined]
+    if verify:
+        health.verify(store)  # StoreCorrupt, never an empty store in place of a damaged one
+    if not store.lexicon.filled:  # new, missing or damaged, or written by an older memkit
+        _fill(store.lexicon, store.records, store.log)
     if store.records.path != ":memory:":  # a store that outlives its process
         try:
             store.replay()  # what a crash or an outage left logged but not applied
@@ -359,22 +362,15 @@ def _forget(store: FactStore, owner: str, user_id: str) -> None:
     store.vectors.drop(owner, user_id)
     store.lexicon.drop(owner, list(PARTS))
     if isinstance(store.lexicon, LexicalIndex) and store.records.path != ":memory:":
-        store.lexicon.rebuild(_rows(store.records, store.log))
+        store.lexicon.rebuild(text_rows(store.records, store.log))
     for db in {id(store.records.db): store.records.db, id(store.log.db): store.log.db}.values():
         db.scrub()
-
-
-def _rows(records: Records, log: EventLog) -> Iterator[tuple[str, str, str, str]]:
-    """What a text index derives from: ``(owner, part, id, text)`` of every current fact and embedded episode."""
-    return itertools.chain(((owner, "facts", ref, body) for owner, ref, body in log.all_facts()),
-                           ((owner, "episodes", ref, text) for owner, e in records.embedded()
-                            for ref, text in episode_items(e)))
 
 
 def _fill(text: TextIndex, records: Records, log: EventLog) -> None:
     """Fill a text index from the truth it derives from (the profile and the embedded episodes), and drop what
     an older memkit kept for it (FTS5 tables, a facts-only folder)."""
-    text.fill(_rows(records, log))
+    text.fill(text_rows(records, log))
     records.drop_fts()
     if records.path != ":memory:" and records.db.dialect.older_files:
         shutil.rmtree(Path(records.path).with_suffix(".facts-index"), ignore_errors=True)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from ..errors import ConfigError, StoreClosed, StoreUnavailable
+from ..errors import ConfigError, StoreClosed, StoreCorrupt, StoreFull, StoreUnavailable
 
 DDL_LOCK = 0x6D656D6B6974  # "memkit": the advisory lock held while a PostgreSQL schema is created or migrated
 
@@ -97,8 +97,11 @@ class Database:
         """A SQLite file in WAL mode (or ``":memory:"``); processes sharing the file lock owners with byte locks."""
         path = str(path)
         # processes sharing the file wait for each other's write transactions (up to 30 s) instead of failing
-        conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30.0) \
-            if path == ":memory:" else connect_sqlite(path, 30.0)
+        try:
+            conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30.0) \
+                if path == ":memory:" else connect_sqlite(path, 30.0)
+        except sqlite3.DatabaseError as e:
+            raise named(e, path) from e
         fd = None
         if path != ":memory:" and importlib.util.find_spec("fcntl"):  # Windows: SQLite's own locking only
             fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
@@ -161,7 +164,13 @@ class Database:
 
     def _run(self, sql: str, args: Sequence[Any]) -> Any:
         if self.dialect is SQLITE:
-            return self.conn.execute(sql, tuple(args))
+            try:
+                return self.conn.execute(sql, tuple(args))
+            except sqlite3.DatabaseError as e:
+                error = named(e, self.path)
+                if error is e:
+                    raise
+                raise error from e
         import psycopg
 
         try:
@@ -189,7 +198,8 @@ class Database:
                 yield run
                 self._run("COMMIT", ())
             except BaseException:
-                self._run("ROLLBACK", ())
+                if self.dialect is not SQLITE or self.conn.in_transaction:  # SQLite ends one itself on a full disk
+                    self._run("ROLLBACK", ())
                 raise
             finally:
                 self._depth = 0
@@ -226,6 +236,21 @@ class Database:
             if not self.closed:
                 self.closed = True
                 self._closer()
+
+
+def named(e: sqlite3.DatabaseError, path: str) -> Exception:
+    """A SQLite error as memkit names it, with the file's path: a damaged file is ``StoreCorrupt``, a full disk
+    ``StoreFull``; a locked or busy file and a constraint stay SQLite's own (memkit's bugs, or retried above)."""
+    said = str(e)
+    if "full" in said:
+        return StoreFull(f"cannot write {path}: {said}; free space on its disk (what was written before stays "
+                         "readable and consistent)")
+    if isinstance(e, (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceError)) or \
+            isinstance(e, sqlite3.OperationalError) and not any(w in said for w in ("malformed", "disk I/O", "not a database")):
+        return e
+    return StoreCorrupt(f"the records file {path} is damaged ({said}): run `memkit store check {Path(path).parent}` "
+                        f"and `memkit store repair {Path(path).parent}`; a file that cannot be read must be restored "
+                        "from a backup")
 
 
 def _safe(url: str) -> str:

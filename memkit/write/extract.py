@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Protocol, runtime_checkable
 
 from .. import registry
@@ -26,7 +27,7 @@ durable, answer {"facts": []}."""
 # After a reply that could not be read: the model sees its reply, then this (``LLMExtractor.retries``)
 REPLY_SHOWN = 600  # characters of an unusable reply shown back to the model when it is asked again
 RETRY_PROMPT = """That reply could not be used: {error}. Answer again with JSON only, exactly in the shape
-{{"facts": [...]}} described above ({{"facts": []}} if nothing is durable)."""
+{{"facts": [...]}} described above, with the facts the message states."""
 
 KINDS = {"semantic", "episodic", "procedural"}
 # The reply's shape, sent as structured output where the server takes it (llm.OpenAIChat); validated anyway
@@ -69,14 +70,14 @@ def candidates_from_json(data: Any, received: str, source: tuple[str, ...] = ())
     out, wrong, seen = [], [], set()
     for i, f in enumerate(facts):
         try:
-            c = _candidate(i, f, source)
+            c = _candidate(i, f, source, wrong)
         except ValueError as e:
             wrong.append(str(e))
             continue
         if c.text.casefold() not in seen:  # a reply that says one fact twice writes it once
             seen.add(c.text.casefold())
             out.append(c)
-    if wrong and not out:
+    if wrong and not out:  # (a dropped key keeps its fact: out is not empty then)
         raise ExtractionError("; ".join(wrong), received)
     return Candidates(out, wrong)
 
@@ -88,7 +89,7 @@ def _complete_items(received: str) -> list[Any] | None:
     at = received.find("[", start) + 1 if start >= 0 else 0
     if not at:
         return None
-    decoder, items = json.JSONDecoder(), []
+    decoder, items = json.JSONDecoder(strict=False), []
     while True:
         while at < len(received) and received[at] in " \t\r\n,":
             at += 1
@@ -99,8 +100,14 @@ def _complete_items(received: str) -> list[Any] | None:
         items.append(item)
 
 
-def _candidate(i: int, f: Any, source: tuple[str, ...]) -> Candidate:
-    """One item of a reply as a candidate; ``ValueError`` says what is wrong with it."""
+KEY = re.compile(FACTS_SCHEMA["properties"]["facts"]["items"]["properties"]["key"]["pattern"])  # type: ignore[index]
+KEY_CHARS = 100  # a slot name longer than this is not one
+
+
+def _candidate(i: int, f: Any, source: tuple[str, ...], dropped: list[str] | None = None) -> Candidate:
+    """One item of a reply as a candidate; ``ValueError`` says what is wrong with it. A key that is not a slot
+    name (the schema's pattern, which some servers do not enforce: ``episodic``, ``User.Name``) is dropped and
+    said in ``dropped``: under a junk key, unrelated facts would replace each other."""
     if not isinstance(f, dict) or not isinstance(f.get("text"), str) or not f["text"].strip():
         raise ValueError(f"fact {i} has no text")
     kind = f.get("kind") or "semantic"
@@ -111,6 +118,10 @@ def _candidate(i: int, f: Any, source: tuple[str, ...]) -> Candidate:
     except (TypeError, ValueError):
         raise ValueError(f"fact {i} has a non-numeric importance") from None
     key, value = f.get("key") or None, f.get("value")
+    if key is not None and (not isinstance(key, str) or len(key) > KEY_CHARS or not KEY.fullmatch(key)):
+        if dropped is not None:
+            dropped.append(f"fact {i}'s key {str(key)[:40]!r} is not a slot name like user.city: kept without it")
+        key = None
     return Candidate(text=f["text"].strip(), kind=kind, key=str(key) if key else None,
                      value=None if value is None else str(value), importance=importance, source=tuple(source))
 

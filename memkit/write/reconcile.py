@@ -13,7 +13,7 @@ from .. import registry
 from ..errors import ConfigError, ExtractionError
 from ..store import FactStore
 from ..models.llm import parse_json
-from ..types import Candidate, Event, EventKind, Fact, Hit, new_id, now
+from ..types import Candidate, Event, EventKind, Fact, Hit, fold, new_id, now
 
 SIMILARITY_THRESHOLD = 0.85
 DUPLICATE_THRESHOLD = 0.95
@@ -92,9 +92,10 @@ class KeyedPolicy:
 
     def plan(self, facts: FactReader, user_id: str, cands: Sequence[Candidate], t: float) -> list[Event]:
         events: list[Event] = []
+        planned: dict[str, Fact] = {}  # key -> its current fact once this reply's earlier candidates are applied
         for c in cands:
-            old = None
-            if c.key:
+            old = planned.get(c.key) if c.key else None
+            if c.key and old is None:
                 same = facts.profile(user_id, keys=[c.key])  # the current facts of that key, without a Chroma read
                 old = max(same, key=lambda f: f.valid_from) if same else None
             if old is None:
@@ -102,18 +103,21 @@ class KeyedPolicy:
                 if near is not None and sim >= DUPLICATE_THRESHOLD and (not c.key or near.key in (None, c.key)):
                     events.append(Event(EventKind.NOOP, user_id, near.id, near, near, f"duplicate (sim {sim:.2f})", c.source, t))
                     continue
-                f = to_fact(user_id, c, t)
-                events.append(Event(EventKind.ADD, user_id, f.id, None, f, f"new key {c.key}" if c.key else "no key", c.source, t))
+                new = to_fact(user_id, c, t)
+                events.append(Event(EventKind.ADD, user_id, new.id, None, new, f"new key {c.key}" if c.key else "no key", c.source, t))
             elif _same_value(old, c):
                 events.append(Event(EventKind.NOOP, user_id, old.id, old, old, f"{c.key} already {c.value}", c.source, t))
+                continue
             elif self.supersede:
                 new = to_fact(user_id, c, t)
                 events.append(Event(EventKind.INVALIDATE, user_id, old.id, old,
                                     old.evolve(valid_to=t, superseded_by=new.id), f"{c.key}: {old.value} -> {c.value}", c.source, t))
                 events.append(Event(EventKind.ADD, user_id, new.id, None, new, f"supersedes {old.id}", c.source, t))
             else:
-                events.append(Event(EventKind.UPDATE, user_id, old.id, old, _changed(old, c, t),
-                                    f"{c.key}: {old.value} -> {c.value}", c.source, t))
+                new = _changed(old, c, t)
+                events.append(Event(EventKind.UPDATE, user_id, old.id, old, new, f"{c.key}: {old.value} -> {c.value}", c.source, t))
+            if c.key:
+                planned[c.key] = new
         return events
 
     def resolve(self, facts: Sequence[Fact]) -> list[Fact]:
@@ -205,6 +209,12 @@ class LLMPolicy:
             registry.as_policy(self.fallback)  # a misspelt name fails here, not at the first bad reply
 
     def plan(self, facts: FactReader, user_id: str, cands: Sequence[Candidate], t: float) -> list[Event]:
+        """The model's decisions (and the fallback's for what it skipped), then whatever keeps one current fact
+        per key: a model may ADD two values of one key, or ADD a key the fallback also adds (``one_per_key``)."""
+        events = self._decide(facts, user_id, cands, t)
+        return events + one_per_key(facts, user_id, events, t)
+
+    def _decide(self, facts: FactReader, user_id: str, cands: Sequence[Candidate], t: float) -> list[Event]:
         existing: dict[str, Fact] = {}
         for c in cands:
             for h in facts.search(user_id, c.text, k=5, min_score=-1.0, weights=(1.0, 0.0)):
@@ -289,6 +299,25 @@ def plan(policy: "str | Policy", store: FactReader, user_id: str, cands: Sequenc
     """Events that ``policy`` (an object, or a registered name with its options) would apply for ``cands``;
     nothing is written. The policy reads the facts through a ``FactsView``."""
     return registry.as_policy(policy, **options).plan(FactsView(store), user_id, list(cands), now() if t is None else t)
+
+
+def one_per_key(facts: FactReader, user_id: str, events: Sequence[Event], t: float) -> list[Event]:
+    """Events that close every fact but the newest of a key that ``events`` would leave with two current facts,
+    whatever a model planned (``LLMPolicy``; ``KeyedPolicy`` plans a key once per reply by itself). The
+    ``similarity`` policy ignores keys by design: its known failures are for showing."""
+    state = fold(events)
+    keys = {f.key for f in state.values() if f is not None and f.key and f.valid_to is None}
+    closing = []
+    for key in sorted(keys):
+        now_current = {f.id: f for f in facts.profile(user_id, keys=[key])}
+        now_current.update({i: f for i, f in state.items() if f is not None and f.key == key})
+        live = sorted((f for i, f in now_current.items() if f.valid_to is None and state.get(i, f) is not None),
+                      key=lambda f: (f.valid_from, f.created_at))
+        for old in live[:-1]:
+            closing.append(Event(EventKind.INVALIDATE, user_id, old.id, old,
+                                 old.evolve(valid_to=t, superseded_by=live[-1].id),
+                                 f"one current fact per key: {key} is now {live[-1].value}", old.source, t))
+    return closing
 
 
 def apply(store: FactStore, user_id: str, events: Sequence[Event]) -> None:

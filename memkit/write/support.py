@@ -4,7 +4,9 @@ turns'. Pure functions of the model's text and the turns' words.
 
 - *unsupported*: no content word of the fact (its text or value, stemmed; ``user`` and stopwords aside)
   occurs in the turn, or the fact names a person, place or number the turn never says (a sister "Maria" from
-  "my sister", 35 from "I'm 53");
+  "my sister", 35 from "I'm 53", "Sofia is a cello player." from "I play the cello"; a word holding a digit is
+  compared whole: "python3" is said by "I use python3", "python2" is not), or it is written in another script
+  than the turn (but for a name: "Wang Lei" from "我叫王磊");
 - *negation dropped* (or *added*): the clause of the turn that shares the most words with the fact says
   "not" (no, never, don't, ...) and the fact does not, or the other way round;
 - *unfaithful* (a summary): it names a person, place or number the turns never say, or keeps less than half
@@ -38,18 +40,24 @@ _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
 
 def unsupported(c: Candidate, turn: str) -> str | None:
-    """Why ``turn`` does not support ``c``, or None when it does (or when words cannot tell: a fact written in
-    another script than the turn, "User's name is Wang Lei." from "我叫王磊", is not judged)."""
-    words = _content(f"{c.text} {c.value or ''}")
-    if not words or bool(_CJK.search(turn)) != bool(_CJK.search(f"{c.text} {c.value or ''}")):
+    """Why ``turn`` does not support ``c``, or None when it does. A fact written in another script than the turn
+    ("User loves football." from "我喜欢喝茶") cannot be judged by words: it is refused, but for a name written in
+    another script ("User's name is Wang Lei." from "我叫王磊")."""
+    fact = f"{c.text} {c.value or ''}"
+    if bool(_CJK.search(turn)) != bool(_CJK.search(fact)):
+        if (c.key or "").endswith(".name") or re.search(r"\bname is\b|\bcalled\b", c.text, re.I):
+            return None
+        return "written in another script than its turn, so the turn's words cannot support it"
+    invented = sorted(_names(fact) - _words(turn) - _names(turn))
+    if invented:
+        return f"unsupported by the turn: it never says {', '.join(invented[:5])}"
+    words = _content(fact)
+    if not words:
         return None  # nothing to check it by: the schema's validation judges it
     clauses = [x for x in _CLAUSE.split(turn) if x and x.strip()] or [turn]
     shared = [len(words & _content(x)) for x in clauses]
     if not any(shared):
         return f"unsupported by the turn: none of {sorted(words)} is in it"
-    invented = sorted(w for w in _names(f"{c.text} {c.value or ''}") if w not in _words(turn))
-    if invented:
-        return f"unsupported by the turn: it never says {', '.join(invented[:5])}"
     clause = clauses[shared.index(max(shared))]
     said_not, fact_not = bool(NEGATION.search(clause)), bool(NEGATION.search(c.text)) or c.negated
     if said_not and not fact_not and not NEGATIVE.search(c.text):
@@ -63,12 +71,19 @@ def _words(text: str) -> set[str]:
     return {w.lower() for w in re.findall(r"[\w'-]+", text)}
 
 
-_NAME = re.compile(r"(?<=[a-z,;]\s)[A-Z][\w'-]+|\d+(?:[.,:]\d+)*")  # a capitalised word inside a sentence, a number
+# a capitalised word inside a sentence, or the capitalised subject a fact starts with ("Sofia is a cello player."),
+# and a word that holds a digit, whole: "python3", "X5", "24.04" (a number inside a word is part of that word)
+_NAME = re.compile(r"(?<=[a-z,;]\s)[A-Z][\w'-]+|^[A-Z][\w'-]+")
+_NUMBER = re.compile(r"\w+(?:[.,:]\w+)*")
+_SUBJECTS = frozenset({"user", "user's", "users"})
 
 
 def _names(text: str) -> set[str]:
-    """The names (capitalised words inside a sentence) and numbers of ``text``, lowercased."""
-    return {w.lower() for w in _NAME.findall(text) if w.lower() not in STOPWORDS}
+    """The names (capitalised words inside a sentence, a capitalised first word) and the words holding a digit of
+    ``text``, lowercased."""
+    names = {w.lower() for w in _NAME.findall(text.strip())}
+    numbers = {w.lower() for w in _NUMBER.findall(text) if any(ch.isdigit() for ch in w)}
+    return {w for w in names if w not in STOPWORDS and w not in _SUBJECTS} | numbers
 
 
 def unfaithful(source: str, summary: str, keep: float = 0.5) -> str | None:

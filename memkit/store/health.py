@@ -1,0 +1,143 @@
+"""Whether a store's parts agree: checked when an on-disk store opens (``verify``), in full by ``memkit store
+check PATH``, and mended where the records allow by ``memkit store repair PATH`` (docs/troubleshooting.md).
+
+The records (episodes, the profile, the event log) are the truth; the vector index and the lexical index derive
+from them. A derived part that is missing or behind is rebuilt from the records; records that are missing or
+damaged while vectors remain cannot be rebuilt from vectors, and are never read as an empty store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import StoreCorrupt
+from .base import text_rows
+from .lexicon import LexicalIndex
+
+if TYPE_CHECKING:
+    from .composed import FactStore
+
+REPAIR = "run `memkit store check {path}` to see what disagrees and `memkit store repair {path}` to rebuild what can be"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One disagreement: the part, what is wrong, and whether ``repair`` can mend it from the records."""
+
+    part: str
+    problem: str
+    repairable: bool
+
+    def __str__(self) -> str:
+        return f"{self.part}: {self.problem} ({'repairable' if self.repairable else 'cannot be rebuilt'})"
+
+
+def _owners_in_records(store: "FactStore", embedded: bool = False) -> set[str]:
+    """The owners the records hold anything of (with ``embedded``: only those with items that should have
+    vectors, embedded episodes or current facts)."""
+    sql = "SELECT DISTINCT owner FROM episodes" + (" WHERE embedded = 1" if embedded else "")
+    owners = {r[0] for r in store.records.db.rows(sql)}
+    owners |= {r[0] for r in store.log.db.rows("SELECT DISTINCT owner FROM profile")}
+    if not embedded:
+        owners |= {r[0] for r in store.log.db.rows("SELECT DISTINCT owner FROM events")}
+    return owners
+
+
+def _user_of(store: "FactStore", owner: str) -> str:
+    """The user id the records give an owner (its episodes, else its events, else a fact of its profile)."""
+    for db, sql in ((store.records.db, "SELECT user_id FROM episodes WHERE owner = ? LIMIT 1"),
+                    (store.log.db, "SELECT user_id FROM events WHERE owner = ? LIMIT 1")):
+        rows = db.rows(sql, (owner,))
+        if rows:
+            return rows[0][0]
+    import json
+
+    return json.loads(store.log.db.rows("SELECT body FROM profile WHERE owner = ? LIMIT 1", (owner,))[0][0])["user_id"]
+
+
+def _vector_owners(store: "FactStore") -> dict[str, str] | None:
+    """``owner -> user_id`` of the users with a collection of this namespace, or None when the vector index
+    is not Chroma's (PostgreSQL keeps vectors and records in one database, written in one transaction)."""
+    if "collections" not in store.vectors.extras:
+        return None
+    return store.vectors.owners()  # type: ignore[attr-defined]
+
+
+def findings(store: "FactStore", full: bool = True) -> list[Finding]:
+    """What disagrees between the records and the indexes. Without ``full`` (when a store opens): only what
+    would make it lie, records empty while vectors remain, or vectors gone while the records say they exist."""
+    found: list[Finding] = []
+    vectors = _vector_owners(store)
+    if vectors is None:
+        return found
+    have = _owners_in_records(store)
+    if not have and any(store.vectors.holds(owner) for owner in vectors):  # type: ignore[attr-defined]
+        return [Finding("records", f"the records file {store.records.path} holds nothing, but the vector index holds "
+                        f"{len(vectors)} users' vectors: the records were deleted, emptied or replaced. Restore the "
+                        "file from a backup (vectors alone cannot give back the text)", False)]
+    embedded = _owners_in_records(store, embedded=True)
+    missing = embedded - set(vectors)
+    if missing and (full or len(missing) == len(embedded)):
+        found.append(Finding("vectors", f"{len(missing)} of {len(embedded)} users with embedded items have no "
+                             "vectors (the vector index was deleted or replaced): re-embedded from the records", True))
+    if full:
+        orphans = set(vectors) - have
+        if orphans:
+            found.append(Finding("vectors", f"{len(orphans)} users' vectors have no records (a write-ahead log lost "
+                                 "after a crash?): dropped", True))
+        wanted = store.records.version
+        from .records import MIGRATIONS
+
+        if wanted != len(MIGRATIONS[store.records.db.dialect.name]):
+            found.append(Finding("records", f"schema version {wanted}, expected "
+                                 f"{len(MIGRATIONS[store.records.db.dialect.name])}", False))
+    return found
+
+
+def verify(store: "FactStore") -> None:
+    """``StoreCorrupt`` when an opening store's parts disagree in a way that would make it lie."""
+    if store.records.path == ":memory:":
+        return
+    found = findings(store, full=False)
+    if found:
+        raise StoreCorrupt(f"the store at {store.records.path} is damaged: {'; '.join(map(str, found))}. "
+                           + REPAIR.format(path=_folder(store)))
+
+
+def repair(store: "FactStore") -> list[str]:
+    """Mend what the records allow: vectors re-embedded for users who have none, vectors without records dropped,
+    the lexical index written anew from the records. Returns what was done; ``StoreCorrupt`` for what cannot be."""
+    done = []
+    unrepairable = [f for f in findings(store) if not f.repairable]
+    if unrepairable:
+        raise StoreCorrupt("cannot repair: " + "; ".join(map(str, unrepairable)))
+    vectors = _vector_owners(store) or {}
+    have = _owners_in_records(store)
+    for owner in sorted(_owners_in_records(store, embedded=True) - set(vectors)):
+        _reembed(store, owner, _user_of(store, owner))
+        done.append(f"re-embedded the items of user {owner[:12]}")
+    for owner, user_id in sorted(vectors.items()):
+        if owner not in have:
+            store.vectors.drop(owner, user_id)
+            done.append(f"dropped the vectors of {owner[:12]}, which had no records")
+    if isinstance(store.lexicon, LexicalIndex):
+        store.lexicon.rebuild(text_rows(store.records, store.log))
+        done.append("wrote the lexical index anew from the records")
+    return done
+
+
+def _reembed(store: "FactStore", owner: str, user_id: str) -> None:
+    """A user's vectors made again from the records: the current facts, then every episode."""
+    store.records.db.execute("UPDATE episodes SET embedded = 0 WHERE owner = ?", (owner,))
+    facts = store.log.profile(owner, user_id)
+    if facts:
+        store.vectors.put(owner, user_id, "facts", [f.id for f in facts], store.embedder([f.text for f in facts]))
+    store.archive.embed_pending(owner, user_id, None)
+
+
+def _folder(store: "FactStore") -> Any:
+    from pathlib import Path
+
+    return Path(store.records.path).parent
+
