@@ -82,11 +82,17 @@ def cmd_store(args: argparse.Namespace) -> int:
     if not (folder / f"{args.namespace}.sqlite3").exists() and not (folder / "chroma.sqlite3").exists():
         print(f"no store at {folder} (no {args.namespace}.sqlite3, no chroma.sqlite3)")
         return 1
+    def opened() -> FactStore:
+        return FactStore(**backends.persistent(str(folder), shared_embedder(), args.namespace), verify=False)
+
     try:
-        store = FactStore(**backends.persistent(str(folder), shared_embedder(), args.namespace), verify=False)
+        store = opened()
     except StoreCorrupt as e:
-        print(f"cannot {action}: {e}")
-        return 1
+        if action == "check" or e.part != "vectors":
+            print(f"cannot {action}: {e}")
+            return 1
+        print(f"set the damaged vector index aside in {health.set_aside(folder)}")
+        store = opened()
     try:
         if action == "check":
             found = health.findings(store)

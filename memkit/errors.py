@@ -47,7 +47,12 @@ class StoreLocked(MemkitError, RuntimeError):
 class StoreCorrupt(MemkitError, RuntimeError):
     """An on-disk store's parts disagree or one of them is damaged (records missing, emptied, truncated or not a
     database while vectors remain): never read as an empty store. The message names the path, what disagrees and
-    what to do (``memkit store check PATH`` / ``memkit store repair PATH``)."""
+    what to do (``memkit store check PATH`` / ``memkit store repair PATH``); ``part`` is the damaged part
+    (``"records"``, ``"vectors"``)."""
+
+    def __init__(self, message: str, part: str = "records") -> None:
+        super().__init__(message)
+        self.part = part
 
 
 class StoreFull(MemkitError, OSError):

@@ -19,6 +19,7 @@ from .read.passages import PASSAGE_TOKENS
 from .config import Settings
 from .write.episodic import EpisodicBuffer, SessionStore
 from .errors import ConfigError, ExtractionError, ModelUnavailable, StoreClosed, StoreUnavailable
+from .models.llm import probing
 from .write.extract import Extractor, LLMExtractor
 from .store import BULK_SIZE, FactStore
 from .read.pipeline import ReadOptions, profile_block, read, read_notes, search_facts
@@ -238,9 +239,7 @@ class Memory:
         later process finishes what an earlier one could not. A write that meets the outage again keeps
         waiting (``StoreUnavailable`` is raised; what is left stays for the next ``flush()``)."""
         self._check_open()
-        events = self.store.replay()
-        for episode in self.store.queue.to_extract():
-            events += self._extract(episode.user_id, _turn(episode), _speaker(episode), episode.id)
+        events = self.store.replay() + _extract_waiting(self)
         for wait_id, user_id, cands, time in self.store.queue.waiting():
             try:
                 done = self._write(user_id, cands, time)
@@ -333,6 +332,20 @@ class Memory:
         """``with Memory() as memory:`` closes the store on leaving if this memory made it (no ``store=``); a
         store you passed stays open for you (the background threads stop either way)."""
         self.close() if self._owns_store else self._stop()
+
+
+def _extract_waiting(memory: Memory) -> list[Event]:
+    """``flush()``'s extraction of the turns that wait for the model, oldest first. A circuit breaker left open by
+    an outage lets the first call try the model now (``llm.probing``): whoever flushes expects it tried. If it is
+    still down, that turn's ERROR event says so and the others keep waiting, without an event each."""
+    events: list[Event] = []
+    with probing():
+        for episode in memory.store.queue.to_extract():
+            done = memory._extract(episode.user_id, _turn(episode), _speaker(episode), episode.id)
+            events += done
+            if done and done[0].kind is EventKind.ERROR and done[0].reason.startswith(ModelUnavailable.__name__):
+                break
+    return events
 
 
 def _turn(e: Episode) -> Turn:

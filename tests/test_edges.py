@@ -481,3 +481,23 @@ def test_a_file_without_probes_says_so(tmp_path, capsys):
     path.write_text(json.dumps(conv) + "\n")
     assert main(["bench", "--data", str(path), "--out", str(tmp_path / "o"), "--strategy", "two-layer"]) == 2
     assert "probe" in capsys.readouterr().err
+
+
+def test_flush_tries_a_model_that_came_back_and_an_outage_costs_one_error_per_flush(fake_llm, embedder):
+    from memkit import EventKind, LLMExtractor, OpenAIChat
+
+    chat = OpenAIChat("m", base_url=fake_llm.base_url, max_retries=0, breaker_after=1, breaker_cooldown=3600)
+    good = json.dumps({"facts": [{"text": "User prefers metric units.", "kind": "semantic", "key": "user.units",
+                                  "value": "metric", "importance": 0.8}]})
+    with Memory(store=FactStore.ephemeral(embedder), extractor=LLMExtractor(chat)) as m:
+        fake_llm.fail("500")
+        for i in range(5):  # the first meets the fault and opens the breaker; the others fail at once
+            m.observe("u", "s", "user", "I prefer metric units.", time=1.7e9 + i)
+        assert len(m.pending_turns) == 5 and len(fake_llm.requests) == 1
+        fake_llm.fail("500")  # still down: one try, one ERROR, the rest wait without an event each
+        events = m.flush()
+        assert [e.kind for e in events] == [EventKind.ERROR] and len(fake_llm.requests) == 2
+        fake_llm.enqueue(*[good] * 5)  # back, long before the cooldown ends: flush() finds it at once
+        events = m.flush()
+        assert m.pending_turns == [] and EventKind.ERROR not in {e.kind for e in events}
+        assert [f.value for f in m.store.get("u")] == ["metric"]

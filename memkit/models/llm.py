@@ -6,7 +6,9 @@ import json
 import re
 import threading
 import time
-from typing import Any, Protocol, Sequence, runtime_checkable
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Iterator, Protocol, Sequence, runtime_checkable
 
 from ..errors import ExtractionError, ModelUnavailable
 
@@ -56,6 +58,20 @@ def call(what: str, fn: Any, **kwargs: Any) -> Any:
         raise ModelUnavailable(f"{what}: unusable reply from the endpoint ({type(e).__name__}: {e})") from e
 
 
+_PROBING: ContextVar[bool] = ContextVar("memkit_llm_probing", default=False)
+
+
+@contextmanager
+def probing() -> Iterator[None]:
+    """Inside it, an open circuit breaker lets calls through to try the endpoint now (``Memory.flush()``: whoever
+    flushes expects the model to be tried, and a model back before the cooldown ends is found at once)."""
+    token = _PROBING.set(True)
+    try:
+        yield
+    finally:
+        _PROBING.reset(token)
+
+
 @runtime_checkable
 class ChatModel(Protocol):
     """Anything that answers a list of chat messages with text."""
@@ -101,7 +117,7 @@ class OpenAIChat:
         object, a dict for that JSON schema."""
         with self._guard:
             wait = self.closed_until - time.monotonic()
-            if wait > 0:
+            if wait > 0 and not _PROBING.get():
                 raise ModelUnavailable(f"chat: the endpoint failed {self.failures} calls in a row; not asked again "
                                        f"for {wait:.0f} s, then one call probes it")
         try:

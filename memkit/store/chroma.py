@@ -25,7 +25,8 @@ from chromadb.errors import NotFoundError
 
 from ..models import embed as _embed  # registers memkit's embedders before any get_collection
 from .. import validate
-from ..errors import DimensionMismatch, EmbedderMismatch, IsolationError, MemkitError, StoreLocked, StorePathError, StoreUnavailable
+from ..errors import (DimensionMismatch, EmbedderMismatch, IsolationError, MemkitError, StoreCorrupt, StoreLocked,
+                      StorePathError, StoreUnavailable)
 from .base import past_ties
 
 # Users whose index stays loaded in an embedded store (one HNSW index each); the least recently used are
@@ -86,11 +87,16 @@ class ChromaIndex:
             raise StorePathError(f"cannot create the store folder {folder}: {e.strerror or e}") from None
         try:
             _raise_open_file_limit()
-            with translated("persistent"), _hnsw_cache(max_users):  # one index per user
+            with translated(f"{folder}/chroma.sqlite3"), _hnsw_cache(max_users):  # one index per user
                 client = chromadb.PersistentClient(path=str(path))
             index = cls(client, embedder, namespace, "persistent", max_users)
         except BaseException:
             _unlock_folder(locked)
+            # Chroma keeps a system that failed to start in its per-path cache, and every later client of the
+            # folder in this process would fail on it (a repair opens the folder again)
+            from chromadb.api.shared_system_client import SharedSystemClient
+
+            SharedSystemClient._identifier_to_system.pop(str(path), None)
             raise
         index._folder = locked
         return index
@@ -184,11 +190,15 @@ class ChromaIndex:
 
     def holds(self, owner: str) -> bool:
         """Whether the owner's collection holds any vector."""
+        return self.count(owner) > 0
+
+    def count(self, owner: str) -> int:
+        """How many vectors the owner's collection holds (0 when it has none)."""
         with translated(self.backend):
             try:
-                return self.client.get_collection(self.collection_name(owner)).count() > 0
+                return self.client.get_collection(self.collection_name(owner)).count()
             except (NotFoundError, ValueError):
-                return False
+                return 0
 
     def loaded(self) -> int:
         """How many users' collection handles are held (at most ``max_users``)."""
@@ -373,6 +383,9 @@ def _raise_open_file_limit() -> None:
         pass
 
 
+DAMAGED = ("malformed", "not a database", "disk image")  # what Chroma says of a damaged file
+
+
 @contextmanager
 def translated(what: str) -> Iterator[None]:
     """Turn a backend's connection failures into ``StoreUnavailable``."""
@@ -385,4 +398,9 @@ def translated(what: str) -> Iterator[None]:
     except ValueError as e:
         if "Could not connect" in str(e):
             raise StoreUnavailable(f"{what} is unreachable: {e}") from e
+        raise
+    except Exception as e:  # noqa: BLE001 - Chroma's own errors: a damaged file is named, the rest stay Chroma's
+        if any(w in str(e) for w in DAMAGED):
+            raise StoreCorrupt(f"the vector index ({what}) is damaged: {e}. The records hold the truth: `memkit store "
+                               "repair PATH` sets the damaged files aside and re-embeds from them", part="vectors") from e
         raise

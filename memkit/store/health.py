@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreCorrupt
-from .base import text_rows
+from .base import episode_items, text_rows
 from .lexicon import LexicalIndex
 
 if TYPE_CHECKING:
@@ -82,6 +82,10 @@ def findings(store: "FactStore", full: bool = True) -> list[Finding]:
         found.append(Finding("vectors", f"{len(missing)} of {len(embedded)} users with embedded items have no "
                              "vectors (the vector index was deleted or replaced): re-embedded from the records", True))
     if full:
+        behind = off_count(store, embedded & set(vectors))
+        if behind:
+            found.append(Finding("vectors", f"{len(behind)} users' vectors do not match their records in number (a "
+                                 "crash, or a write-ahead log lost): made again from the records", True))
         orphans = set(vectors) - have
         if orphans:
             found.append(Finding("vectors", f"{len(orphans)} users' vectors have no records (a write-ahead log lost "
@@ -95,6 +99,20 @@ def findings(store: "FactStore", full: bool = True) -> list[Finding]:
     return found
 
 
+def off_count(store: "FactStore", owners: set[str]) -> set[str]:
+    """The owners whose vector count differs from what their records give: current facts plus the passages of
+    every embedded episode."""
+    off = set()
+    for owner in sorted(owners):
+        facts = store.log.db.rows("SELECT COUNT(*) FROM profile WHERE owner = ?", (owner,))[0][0]
+        user_id = _user_of(store, owner)
+        pending = {e.id for e in store.records.episodes(owner, user_id, pending=True)}
+        wanted = facts + sum(len(episode_items(e)) for e in store.records.episodes(owner, user_id) if e.id not in pending)
+        if store.vectors.count(owner) != wanted:  # type: ignore[attr-defined]
+            off.add(owner)
+    return off
+
+
 def verify(store: "FactStore") -> None:
     """``StoreCorrupt`` when an opening store's parts disagree in a way that would make it lie."""
     if store.records.path == ":memory:":
@@ -102,7 +120,7 @@ def verify(store: "FactStore") -> None:
     found = findings(store, full=False)
     if found:
         raise StoreCorrupt(f"the store at {store.records.path} is damaged: {'; '.join(map(str, found))}. "
-                           + REPAIR.format(path=_folder(store)))
+                           + REPAIR.format(path=_folder(store)), part=found[0].part)
 
 
 def repair(store: "FactStore") -> list[str]:
@@ -114,8 +132,11 @@ def repair(store: "FactStore") -> list[str]:
         raise StoreCorrupt("cannot repair: " + "; ".join(map(str, unrepairable)))
     vectors = _vector_owners(store) or {}
     have = _owners_in_records(store)
-    for owner in sorted(_owners_in_records(store, embedded=True) - set(vectors)):
-        _reembed(store, owner, _user_of(store, owner))
+    embedded = _owners_in_records(store, embedded=True)
+    for owner in sorted((embedded - set(vectors)) | off_count(store, embedded & set(vectors))):
+        user_id = _user_of(store, owner)
+        store.vectors.drop(owner, user_id)
+        _reembed(store, owner, user_id)
         done.append(f"re-embedded the items of user {owner[:12]}")
     for owner, user_id in sorted(vectors.items()):
         if owner not in have:
@@ -141,3 +162,18 @@ def _folder(store: "FactStore") -> Any:
 
     return Path(store.records.path).parent
 
+
+def set_aside(folder: Any) -> Any:
+    """Move a persistent store's damaged vector index (``chroma.sqlite3`` and its index folders) into a folder of
+    its own beside it, kept for inspection, so a new one can be written from the records; returns that folder."""
+    import shutil
+    import time
+    from pathlib import Path
+
+    folder = Path(folder)
+    aside = folder / f"damaged-vectors-{time.strftime('%Y%m%d-%H%M%S')}"
+    aside.mkdir()
+    for p in folder.iterdir():
+        if p.name.startswith("chroma.sqlite3") or (p.is_dir() and len(p.name) == 36 and p.name.count("-") == 4):
+            shutil.move(str(p), aside / p.name)
+    return aside

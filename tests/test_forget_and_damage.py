@@ -1,0 +1,175 @@
+"""Forget and damage at scale (issue 62): a seeded randomized forget over 50 users on SQLite files and on
+PostgreSQL, and a matrix of damaged parts, each repaired from the records or refused by name."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from memkit import FactStore, Memory, SessionStore
+from memkit.cli import main
+from memkit.errors import StoreCorrupt
+
+
+def _secret(rng: random.Random) -> str:
+    return "".join(rng.choice("bcdfghjklmnpqrstvwxz") for _ in range(14))
+
+
+def _holding(folder: Path, secrets: set[str]) -> set[str]:
+    """The secrets whose bytes any file under ``folder`` holds."""
+    found = set()
+    for p in folder.rglob("*"):
+        if p.is_file():
+            data = p.read_bytes()
+            found |= {s for s in secrets if s.encode() in data}
+    return found
+
+
+def _fill(m: Memory, users: dict[str, str]) -> None:
+    for n, (user, secret) in enumerate(sorted(users.items())):
+        m.observe(user, "s1", "user", f"My locker code word is {secret}.", time=1.7e9 + n)
+        m.observe(user, "s1", "assistant", f"I will remember {secret} for you.", time=1.7e9 + n + 0.5)
+        m.observe(user, "s2", "user", f"Also, I prefer metric units and {secret} stays private.", time=1.8e9 + n)
+        m.end_session(user, "s1", keep=n % 2 == 0)
+
+
+def _read_back(m: Memory, user: str) -> str:
+    """Everything a read of ``user`` can show: a context, the facts, the episodes, the history, the profile."""
+    ctx = m.context(user, "s9", "What is my locker code word? units?", budget=2000)
+    return " ".join([ctx.text, m.profile(user), *(f.text for f in m.store.get(user, include_superseded=True)),
+                     *(e.content for e in m.store.episodes(user)), *(str(e.to_dict()) for e in m.store.history(user))])
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_randomized_forget_on_sqlite_leaves_no_secret_on_disk_or_in_a_read(tmp_path, embedder, seed):
+    rng = random.Random(seed)
+    users = {f"user{i}": _secret(rng) for i in range(50)}
+    gone = set(rng.sample(sorted(users), 20))
+
+    def opened() -> Memory:
+        return Memory(store=FactStore.persistent(str(tmp_path / "store"), embedder),
+                      sessions=SessionStore(tmp_path / "sessions.db"))
+
+    m = opened()
+    _fill(m, users)
+    assert _holding(tmp_path, set(users.values())) == set(users.values())  # the check sees every secret before
+    for user in sorted(gone):
+        m.forget(user)
+    for user in sorted(gone)[:5]:  # a re-created id starts empty
+        m.observe(user, "s1", "user", "I prefer imperial units.", time=1.9e9)
+    forgotten = {users[u] for u in gone}
+    assert _holding(tmp_path, forgotten) == set()
+    m.close()
+    m = opened()
+    for user in sorted(users):
+        said = _read_back(m, user)
+        assert (users[user] in said) is (user not in gone), user
+    m.close()
+    assert _holding(tmp_path, forgotten) == set()
+    assert _holding(tmp_path, {users[u] for u in users if u not in gone}) == {users[u] for u in users if u not in gone}
+
+
+def test_randomized_forget_on_postgres_leaves_no_secret_in_a_read(postgres_url, embedder):
+    """PostgreSQL: every row goes in one transaction; its dead tuples and WAL are the server's (docs/usage.md)."""
+    rng = random.Random(7)
+    users = {f"user{i}": _secret(rng) for i in range(50)}
+    gone = set(rng.sample(sorted(users), 20))
+    ns = f"forget{os.getpid()}"
+    m = Memory(store=FactStore.postgres(postgres_url, embedder, namespace=ns))
+    _fill(m, users)
+    for user in sorted(gone):
+        m.forget(user)
+    m.close()
+    m = Memory(store=FactStore.postgres(postgres_url, embedder, namespace=ns))
+    for user in sorted(users):
+        assert (users[user] in _read_back(m, user)) is (user not in gone), user
+    rows = m.store.records.db.rows("SELECT content FROM episodes") + m.store.log.db.rows("SELECT body FROM events")
+    text = " ".join(str(r[0]) for r in rows)
+    assert not any(users[u] in text for u in gone) and all(users[u] in text for u in users if u not in gone)
+    m.close()
+
+
+# ---- damage ---------------------------------------------------------------------------------------------------
+WRITER = textwrap.dedent("""
+    import os, signal, sys
+    from memkit import FactStore, Memory
+    m = Memory(store=FactStore.persistent(sys.argv[1]))
+    for i in range(40):
+        m.observe("dan", f"s{i // 10}", "user", f"I prefer metric units, note {i}.", time=1.7e9 + i)
+        if i % 10 == 9:
+            m.end_session("dan", f"s{i // 10}")
+    print("written", flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+""")
+
+
+def _killed_writer(folder: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", WRITER, str(folder)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == -signal.SIGKILL and "written" in done.stdout, done.stderr[-2000:]
+
+
+def _damage_wal(folder: Path, how: str) -> None:
+    wal = folder / "memkit.sqlite3-wal"
+    if how == "wal-deleted":
+        wal.unlink(missing_ok=True)
+        (folder / "memkit.sqlite3-shm").unlink(missing_ok=True)
+    else:
+        wal.write_bytes(wal.read_bytes()[: wal.stat().st_size // 2] if wal.exists() else b"")
+
+
+@pytest.mark.parametrize("how", ["wal-deleted", "wal-truncated"])
+def test_a_wal_lost_after_sigkill_is_refused_by_name_or_repaired_never_a_silently_empty_store(tmp_path, embedder, how):
+    folder = tmp_path / "s"
+    _killed_writer(folder)
+    _damage_wal(folder, how)
+    try:
+        store = FactStore.persistent(str(folder), embedder)
+    except StoreCorrupt as e:  # the main file kept nothing: named, with what to do
+        assert "memkit store" in str(e)
+        return
+    kept = len(store.episodes("dan"))
+    assert kept > 0  # it opened: then it holds what the main file kept, never nothing
+    store.close()
+    assert main(["store", "repair", str(folder)]) == 0
+    assert main(["store", "check", str(folder)]) == 0
+    store = FactStore.persistent(str(folder), embedder)
+    assert len(store.episodes("dan")) == kept
+    assert len(store.lexical("dan", "episodes", "metric units note", 100)) == kept
+    store.close()
+
+
+CHROMA_DAMAGE = {"chroma-truncated": lambda f: (f / "chroma.sqlite3").write_bytes((f / "chroma.sqlite3").read_bytes()[:8192]),
+                 "chroma-deleted": lambda f: (f / "chroma.sqlite3").unlink(),
+                 "lexical-deleted": lambda f: shutil.rmtree(f / "memkit.lexical"),
+                 "everything-derived-deleted": lambda f: [(f / "chroma.sqlite3").unlink(), shutil.rmtree(f / "memkit.lexical")]}
+
+
+@pytest.mark.parametrize("how", sorted(CHROMA_DAMAGE))
+def test_a_damaged_derived_part_is_repaired_from_the_records_with_nothing_lost(tmp_path, embedder, how, capsys):
+    folder = tmp_path / "s"
+    m = Memory(store=FactStore.persistent(str(folder), embedder))
+    for i in range(15):
+        m.observe("dan", "s1", "user", f"I prefer metric units, note {i}.", time=1.7e9 + i)
+    m.end_session("dan", "s1")
+    facts = [f.text for f in m.store.get("dan")]
+    m.close()
+    CHROMA_DAMAGE[how](folder)
+    if how != "lexical-deleted":  # the lexical index alone is rebuilt at open, without a word
+        with pytest.raises(StoreCorrupt, match="memkit store"):
+            FactStore.persistent(str(folder), embedder)
+    assert main(["store", "repair", str(folder)]) == 0
+    assert main(["store", "check", str(folder)]) == 0
+    store = FactStore.persistent(str(folder), embedder)
+    assert len(store.episodes("dan")) == 15 and [f.text for f in store.get("dan")] == facts
+    found = store.dense("dan", store.embed_query("metric units"), {"episodes": 50, "facts": 10})
+    assert len(found["episodes"]) == 15 and len(found["facts"]) == len(facts)
+    assert len(store.lexical("dan", "episodes", "metric units note", 100)) == 15
+    store.close()
