@@ -501,3 +501,32 @@ def test_flush_tries_a_model_that_came_back_and_an_outage_costs_one_error_per_fl
         events = m.flush()
         assert m.pending_turns == [] and EventKind.ERROR not in {e.kind for e in events}
         assert [f.value for f in m.store.get("u")] == ["metric"]
+
+
+def test_two_stores_on_one_folder_in_one_process_write_at_once_and_one_closing_leaves_the_other(tmp_path, embedder):
+    import threading
+
+    a, b = (FactStore.persistent(str(tmp_path / "s"), embedder) for _ in range(2))
+    errors: list[BaseException] = []
+
+    def write(store: FactStore, user: str) -> None:
+        try:
+            m = Memory(store=store)
+            for i in range(15):
+                m.observe(user, "s", "user", f"I prefer metric units, note {i}.", time=1.7e9 + i)
+            m.end_session(user, "s")
+        except BaseException as e:  # noqa: BLE001 - collected and asserted below
+            errors.append(e)
+
+    threads = [threading.Thread(target=write, args=(s, u)) for s, u in ((a, "u"), (b, "v"))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    b.close()
+    Memory(store=a).observe("u", "s2", "user", "I live in Oslo.", time=1.8e9)
+    a.embed_pending("u")
+    assert len(a.lexical("u", "episodes", "metric units note", 100)) == 15 and a.lexical("u", "episodes", "Oslo", 5)
+    assert len(a.lexical("v", "episodes", "metric units note", 100)) == 15
+    a.close()

@@ -102,17 +102,15 @@ class Database:
                 if path == ":memory:" else connect_sqlite(path, 30.0)
         except sqlite3.DatabaseError as e:
             raise named(e, path) from e
-        fd = None
-        if path != ":memory:" and importlib.util.find_spec("fcntl"):  # Windows: SQLite's own locking only
-            fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        locks = _ByteLocks.of(path + ".lock") if path != ":memory:" else None
 
         def byte_lock(offset: int) -> AbstractContextManager[None]:
-            return _byte_lock(fd, offset) if fd is not None else nullcontext()
+            return locks.hold(offset) if locks is not None else nullcontext()
 
         def close() -> None:
             conn.close()
-            if fd is not None:
-                os.close(fd)
+            if locks is not None:
+                locks.release()
 
         # one byte per owner hash prefix (4 billion slots); the lexical index's writer lock one byte past them
         return cls(conn, SQLITE, lambda owner: byte_lock(int(owner[:8], 16)), close, path,
@@ -258,15 +256,58 @@ def _safe(url: str) -> str:
     return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", url)
 
 
-@contextmanager
-def _byte_lock(fd: int, offset: int) -> Iterator[None]:
-    import fcntl
+class _ByteLocks:
+    """The byte locks of one lock file, one per process: a byte is locked for other processes (``fcntl``, on
+    POSIX) and for the other threads and stores of this one (a thread lock per byte). POSIX locks belong to the
+    process, not to a descriptor: two stores of one process with a descriptor each would both hold a byte, and
+    either's close would release the other's locks, so every store of the file in a process shares this."""
 
-    fcntl.lockf(fd, fcntl.LOCK_EX, 1, offset)
-    try:
-        yield
-    finally:
-        fcntl.lockf(fd, fcntl.LOCK_UN, 1, offset)
+    _open: dict[str, "_ByteLocks"] = {}
+    _guard = threading.Lock()
+
+    def __init__(self, path: str) -> None:
+        self.path, self.users = path, 0
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644) if importlib.util.find_spec("fcntl") else None
+        self.threads: dict[int, threading.RLock] = {}  # type: ignore[valid-type]
+        self.depth: dict[int, int] = {}  # how deep the thread holding a byte holds it
+
+    @classmethod
+    def of(cls, path: str) -> "_ByteLocks":
+        with cls._guard:
+            locks = cls._open.get(path)
+            if locks is None:
+                locks = cls._open[path] = cls(path)
+            locks.users += 1
+            return locks
+
+    def release(self) -> None:
+        with self._guard:
+            self.users -= 1
+            if self.users == 0:
+                del self._open[self.path]
+                if self.fd is not None:
+                    os.close(self.fd)
+
+    @contextmanager
+    def hold(self, offset: int) -> Iterator[None]:
+        """The byte at ``offset``, for this thread (again, if it holds it already) and no other."""
+        with self._guard:
+            lock = self.threads.setdefault(offset, threading.RLock())
+        with lock:
+            self.depth[offset] = depth = self.depth.get(offset, 0) + 1
+            try:
+                if self.fd is None or depth > 1:  # Windows: SQLite's own locking only; held already: held
+                    yield
+                    return
+                import fcntl
+
+                fcntl.lockf(self.fd, fcntl.LOCK_EX, 1, offset)
+                try:
+                    yield
+                finally:
+                    fcntl.lockf(self.fd, fcntl.LOCK_UN, 1, offset)
+            finally:
+                self.depth[offset] -= 1
 
 
 def _advisory_lock(url: str, namespace: str) -> Callable[[str], AbstractContextManager[None]]:
