@@ -82,7 +82,7 @@ def main() -> None:
             "seconds_per_turn_median": round(statistics.median(user.seconds), 2),
             "seconds_per_turn_max": round(float(user.seconds.max()), 2),
             "errors_per_turn": round(len(errors) / len(user_turns), 3),
-            "timeouts": sum("timeout" in e.reason for e in errors),
+            "timeouts": sum("timeout" in e.reason.lower() or "timed out" in e.reason.lower() for e in errors),
             # every request the client sent, and every one the server's log shows answered: equal when the
             # server got no request twice behind the client's back (a timed-out request is never sent again)
             "requests_sent": memory.chat_model.sent, "requests_answered": server.requests(),

@@ -20,7 +20,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
-from typing import TypeVar
+from typing import Mapping, TypeVar
 
 from .. import validate
 from ..errors import ConfigError, ModelUnavailable
@@ -220,9 +220,12 @@ class LlamaServer(LoopbackServer):
                                f"{self.log.read_text(errors='replace')[-2000:]}") from e
         return self
 
-    def env(self) -> dict[str, str]:
-        """``MEMKIT_LLM_*`` for this server (``Settings.from_env(server.env())``)."""
-        return {"MEMKIT_LLM_BASE_URL": self.base_url, "MEMKIT_LLM_MODEL": self.alias}
+    def env(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The environment with ``MEMKIT_LLM_*`` pointing at this server (``Settings.from_env(server.env())``): the
+        caller's own settings (``base``, by default ``os.environ``: MEMKIT_LLM_TIMEOUT, MEMKIT_LLM_MAX_TOKENS, ...)
+        are kept; only the endpoint and the model are this server's."""
+        return {**(os.environ if base is None else base), "MEMKIT_LLM_BASE_URL": self.base_url,
+                "MEMKIT_LLM_MODEL": self.alias}
 
     def requests(self) -> int:
         """Chat requests the server has answered, from its log (one access line each)."""

@@ -316,7 +316,8 @@ class FactStore:
 
     def drop_user(self, user_id: str) -> None:
         """Forget everything about ``user_id``: facts, episodes, both indexes, profile, history and what waited
-        for a model or the store; on files, no page or segment keeps their text (``_forget``)."""
+        for a model or the store; on files, no page or segment keeps their text (docs/usage.md, "What memkit
+        guarantees")."""
         _forget(self, self._owner(user_id), user_id)
 
     @property
