@@ -35,6 +35,11 @@ def cmd_notebooks(args: argparse.Namespace) -> int:
     return 0
 
 
+def _interrupted(*_: object) -> None:
+    """A signal handler that ends the command as Ctrl-C does (its ``finally`` blocks run)."""
+    raise KeyboardInterrupt
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from .store.chroma import MAX_USERS
     from .models.server import ChromaServer, server_config
@@ -43,10 +48,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.print_config:
         print(server_config(args.path, args.port, args.host, args.max_users), end="")
         return 0
+    import signal
+
     server = ChromaServer(args.path, args.port, args.host, args.max_users)
     print(f"chroma run {server.config} (data in {server.path}, log in {server.log}); Ctrl-C stops it")
-    server.start()
+    # SIGTERM (a service manager, `kill`) ends it as Ctrl-C does, so the finally below stops `chroma run` too
+    signal.signal(signal.SIGTERM, _interrupted)
     try:
+        server.start()  # inside the try: a signal while it starts stops the child as well
         return server.proc.wait()
     except KeyboardInterrupt:
         return 0

@@ -530,3 +530,48 @@ def test_two_stores_on_one_folder_in_one_process_write_at_once_and_one_closing_l
     assert len(a.lexical("u", "episodes", "metric units note", 100)) == 15 and a.lexical("u", "episodes", "Oslo", 5)
     assert len(a.lexical("v", "episodes", "metric units note", 100)) == 15
     a.close()
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("sig,when", [("SIGTERM", "running"), ("SIGINT", "running"), ("SIGTERM", "starting"),
+                                      ("SIGINT", "starting")])
+def test_memkit_serve_stops_its_chroma_child_on_a_signal(tmp_path, sig, when):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from memkit.models.server import free_port
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "memkit.cli", "serve", str(tmp_path / "data"), "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def children() -> list[int]:
+        try:
+            return [int(p) for p in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()]
+        except OSError:
+            return []
+
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not children():  # the chroma child exists
+        time.sleep(0.05)
+    kids = children()
+    assert kids, proc.communicate(timeout=30)
+    if when == "running":
+        import urllib.request
+
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.2)
+    proc.send_signal(getattr(signal, sig))
+    proc.communicate(timeout=60)
+    for kid in kids:  # gone, not orphaned (a zombie reaped by init is gone from /proc soon)
+        for _ in range(100):
+            if not Path(f"/proc/{kid}").exists() or "Z" in Path(f"/proc/{kid}/stat").read_text().split()[2]:
+                break
+            time.sleep(0.1)
+        assert not Path(f"/proc/{kid}").exists() or "Z" in Path(f"/proc/{kid}/stat").read_text().split()[2]

@@ -173,3 +173,31 @@ def test_a_damaged_derived_part_is_repaired_from_the_records_with_nothing_lost(t
     assert len(found["episodes"]) == 15 and len(found["facts"]) == len(facts)
     assert len(store.lexical("dan", "episodes", "metric units note", 100)) == 15
     store.close()
+
+
+def test_forget_recreate_and_eviction_in_a_seeded_random_order_read_only_what_is_current(tmp_path, embedder):
+    """Users forgotten, written again and evicted from the loaded set (max_users=2) in a seeded random order,
+    with reopenings: every read works, and shows a user's notes since their last forget and none before."""
+    rng = random.Random(11)
+    folder, users = str(tmp_path / "s"), [f"u{i}" for i in range(5)]
+    said: dict[str, set[str]] = {u: set() for u in users}
+    forgotten: dict[str, set[str]] = {u: set() for u in users}
+    m = Memory(store=FactStore.persistent(folder, embedder, max_users=2))
+    for step in range(120):
+        user, op = rng.choice(users), rng.random()
+        if op < 0.5:
+            note = f"note{step}x"
+            m.observe(user, "s", "user", f"I keep {note} in the drawer.", time=1.7e9 + step)
+            m.end_session(user, "s")
+            said[user].add(note)
+        elif op < 0.65:
+            m.forget(user)
+            forgotten[user] |= said[user]
+            said[user] = set()
+        elif op < 0.72:
+            m.close()
+            m = Memory(store=FactStore.persistent(folder, embedder, max_users=2))
+        else:
+            text = " ".join(e.content for e in m.store.episodes(user)) + m.context(user, "q", "drawer?", budget=4000).text
+            assert all(n in text for n in said[user]) and not any(n in text for n in forgotten[user]), (step, user)
+    m.close()

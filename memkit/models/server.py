@@ -71,12 +71,16 @@ class LoopbackServer:
         with self.log.open("a") as out:
             self.proc = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and self.proc.poll() is None:
-            try:
-                urllib.request.urlopen(self.ready_url, timeout=1)
-                return self
-            except OSError:
-                time.sleep(0.3)
+        try:
+            while time.monotonic() < deadline and self.proc.poll() is None:
+                try:
+                    urllib.request.urlopen(self.ready_url, timeout=1)
+                    return self
+                except OSError:
+                    time.sleep(0.3)
+        except BaseException:  # Ctrl-C or a signal while it starts: the child does not outlive the wait
+            self.stop()
+            raise
         self.stop()
         raise RuntimeError(f"{self.name} did not start; the end of its log:\n{self.log.read_text()[-2000:]}")
 
