@@ -575,3 +575,31 @@ def test_memkit_serve_stops_its_chroma_child_on_a_signal(tmp_path, sig, when):
                 break
             time.sleep(0.1)
         assert not Path(f"/proc/{kid}").exists() or "Z" in Path(f"/proc/{kid}/stat").read_text().split()[2]
+
+
+def test_a_turn_extracted_again_after_an_unusable_reply_is_not_the_identical_request(fake_llm):
+    from memkit import ExtractionError, LLMExtractor, OpenAIChat
+
+    x = LLMExtractor(OpenAIChat("m", base_url=fake_llm.base_url))
+    fake_llm.enqueue("not json at all", "still not json")
+    with pytest.raises(ExtractionError):
+        x.extract("I prefer metric units.")
+    first = fake_llm.requests[0]["body"]["messages"]
+    fake_llm.enqueue(json.dumps({"facts": []}))
+    x.extract("I prefer metric units.")  # what flush() does with a turn that waits
+    again = fake_llm.requests[-1]["body"]["messages"]
+    assert again != first and again[:2] == first[:2] and "still not json" in again[2]["content"]
+    fake_llm.enqueue(json.dumps({"facts": []}))
+    x.extract("I prefer metric units.")  # settled: asked plainly again
+    assert fake_llm.requests[-1]["body"]["messages"] == first
+
+
+@pytest.mark.parametrize("turns,summary,faithful", [
+    ("I run Ubuntu 24.04 on my laptop since 2021.", "User runs Ubuntu 24.04 since 2021.", True),
+    ("I run Ubuntu 24.04 on my laptop.", "User runs Ubuntu 22.04.", False),
+    ("I use python3 at work.", "User uses python3 at work.", True),
+    ("I drive a BMW X5.", "User drives a BMW X7.", False)], ids=str)
+def test_a_summary_keeps_words_that_hold_a_digit_whole(turns, summary, faithful):
+    from memkit.write.support import unfaithful
+
+    assert (unfaithful(turns, summary) is None) is faithful

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Sequence
 
 from . import passages
 from .. import validate
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, StoreFull
 from .budget import BudgetPlan, profile_rows
 from .fusion import fuse, one_list, ranked_ids, why
 from .instructions import instruction_hits
@@ -361,7 +361,10 @@ def recall(store: FactStore, policy: "Policy", user_id: str, session_id: str, qu
     # them in one order and a fact is shown only where it outranks the episodes (assemble.pack_memory)
     fetch = EpisodeReader(store, user_id)
     if episodes:  # once for the read's searches of them, which then do not look again (``caught_up``)
-        store.embed_pending(user_id, session_id)
+        try:
+            store.embed_pending(user_id, session_id)
+        except StoreFull:  # the catch-up is a write: on a full disk the read goes on with what is indexed
+            pass
     scored, subject, people, lexical_query, dense_query = _scored_episodes(
         store, user_id, query, lambda q: dense_for(q).get("episodes"), deeper, session_id, timeframe, fetch,
         caught_up=True) if episodes else Searched({}, None, (), query, query)

@@ -25,8 +25,9 @@ from chromadb.errors import NotFoundError
 
 from ..models import embed as _embed  # registers memkit's embedders before any get_collection
 from .. import validate
-from ..errors import (DimensionMismatch, EmbedderMismatch, IsolationError, MemkitError, StoreCorrupt, StoreLocked,
-                      StorePathError, StoreUnavailable)
+from .folder import lock_folder, unlock_folder
+from ..errors import (DimensionMismatch, EmbedderMismatch, IsolationError, MemkitError, StoreCorrupt, StoreFull,
+                      StoreUnavailable)
 from .base import past_ties
 
 # Users whose index stays loaded in an embedded store (one HNSW index each); the least recently used are
@@ -66,32 +67,14 @@ class ChromaIndex:
         """A Chroma ``PersistentClient`` folder, locked for this process (``StoreLocked`` in another)."""
         validate.positive_int("max_users", max_users)
         folder = Path(path)
-        try:
-            os.stat(folder)  # a symlink loop, a name too long: said as the system says it
-        except (FileNotFoundError, NotADirectoryError):  # new, or under a file: said below
-            pass
-        except OSError as e:
-            raise StorePathError(f"cannot use {folder} as a store folder: {e.strerror or e}") from None
-        if folder.exists() and not folder.is_dir():
-            raise StorePathError(f"{folder} is a file; FactStore.persistent needs a folder (it is created if missing)")
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            locked = _lock_folder(folder)
-        except PermissionError as e:
-            raise StorePathError(f"cannot write to {folder} ({e.strerror}); choose a folder you can write to") from None
-        except (NotADirectoryError, FileExistsError):
-            parent = next((p for p in folder.parents if p.exists() and not p.is_dir()), folder.parent)
-            raise StorePathError(f"{folder} lies under {parent}, which is a file; FactStore.persistent needs a "
-                                 f"folder path") from None
-        except OSError as e:  # /proc, a read-only file system, a full disk
-            raise StorePathError(f"cannot create the store folder {folder}: {e.strerror or e}") from None
+        locked = lock_folder(folder)  # StorePathError for a folder that cannot be one, StoreLocked if in use
         try:
             _raise_open_file_limit()
             with translated(f"{folder}/chroma.sqlite3"), _hnsw_cache(max_users):  # one index per user
                 client = chromadb.PersistentClient(path=str(path))
             index = cls(client, embedder, namespace, "persistent", max_users)
         except BaseException:
-            _unlock_folder(locked)
+            unlock_folder(locked)
             # Chroma keeps a system that failed to start in its per-path cache, and every later client of the
             # folder in this process would fail on it (a repair opens the folder again)
             from chromadb.api.shared_system_client import SharedSystemClient
@@ -219,7 +202,7 @@ class ChromaIndex:
         if callable(closer) and self.backend == "persistent":
             closer()
         folder, self._folder = self._folder, None
-        _unlock_folder(folder)
+        unlock_folder(folder)
 
     # ---- collections ---------------------------------------------------------------------------
     def _open(self, owner: str, user_id: str, create: bool) -> Any:
@@ -306,44 +289,6 @@ class ChromaIndex:
         col.modify(metadata={k: v for k, v in col.metadata.items() if k != "moving"})
 
 
-_FOLDER_LOCKS: dict[str, list[int]] = {}  # folder -> [the locked file's descriptor, this process's open stores]
-
-
-def _lock_folder(folder: Path) -> str | None:
-    """Hold a lock on ``folder`` while a store of this process has it open (``_unlock_folder``); another
-    process holding it: ``StoreLocked``. Returns the key to unlock with (None: no lock on this platform)."""
-    key = str(folder.resolve())
-    if key in _FOLDER_LOCKS:
-        _FOLDER_LOCKS[key][1] += 1  # this process already holds it (POSIX record locks belong to the process)
-        return key
-    try:
-        import fcntl
-    except ImportError:  # Windows: no advisory lock; Chroma's own file locks remain
-        return None
-    fd = os.open(folder / ".memkit.lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        raise StoreLocked(
-            f"{folder} is open in another process. Chroma's embedded store is not safe across processes: run "
-            f"`memkit serve {folder}` (Chroma's server with a bounded index cache) and open it from every process "
-            f"with FactStore.http(host, port, records=<shared sqlite file>)") from None
-    _FOLDER_LOCKS[key] = [fd, 1]
-    return key
-
-
-def _unlock_folder(key: str | None) -> None:
-    """One store of this process closed ``key``'s folder: the last one releases the lock (closing the file)."""
-    held = _FOLDER_LOCKS.get(key) if key is not None else None
-    if held is None:
-        return
-    held[1] -= 1
-    if held[1] == 0:
-        del _FOLDER_LOCKS[key]
-        os.close(held[0])
-
-
 @contextmanager
 def _hnsw_cache(indexes: int) -> Iterator[None]:
     """Embedded Chroma keeps an LRU of (open-file soft limit // 5) loaded HNSW indexes, sized once when the
@@ -400,6 +345,9 @@ def translated(what: str) -> Iterator[None]:
             raise StoreUnavailable(f"{what} is unreachable: {e}") from e
         raise
     except Exception as e:  # noqa: BLE001 - Chroma's own errors: a damaged file is named, the rest stay Chroma's
+        if "disk is full" in str(e) or "No space left" in str(e):
+            raise StoreFull(f"the vector index ({what}) cannot be written: {e}; free space on its disk (what was "
+                            "written before stays readable)") from e
         if any(w in str(e) for w in DAMAGED):
             raise StoreCorrupt(f"the vector index ({what}) is damaged: {e}. The records hold the truth: `memkit store "
                                "repair PATH` sets the damaged files aside and re-embeds from them", part="vectors") from e

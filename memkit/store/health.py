@@ -8,12 +8,14 @@ damaged while vectors remain cannot be rebuilt from vectors, and are never read 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreCorrupt
 from .base import episode_items, text_rows
 from .lexicon import LexicalIndex
+from .records import MIGRATIONS
 
 if TYPE_CHECKING:
     from .composed import FactStore
@@ -51,8 +53,6 @@ def _user_of(store: "FactStore", owner: str) -> str:
         rows = db.rows(sql, (owner,))
         if rows:
             return rows[0][0]
-    import json
-
     return json.loads(store.log.db.rows("SELECT body FROM profile WHERE owner = ? LIMIT 1", (owner,))[0][0])["user_id"]
 
 
@@ -91,8 +91,6 @@ def findings(store: "FactStore", full: bool = True) -> list[Finding]:
             found.append(Finding("vectors", f"{len(orphans)} users' vectors have no records (a write-ahead log lost "
                                  "after a crash?): dropped", True))
         wanted = store.records.version
-        from .records import MIGRATIONS
-
         if wanted != len(MIGRATIONS[store.records.db.dialect.name]):
             found.append(Finding("records", f"schema version {wanted}, expected "
                                  f"{len(MIGRATIONS[store.records.db.dialect.name])}", False))

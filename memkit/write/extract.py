@@ -25,6 +25,7 @@ Answer with JSON only: {"facts": [{"text": str, "kind": "semantic"|"episodic"|"p
 durable, answer {"facts": []}."""
 
 # After a reply that could not be read: the model sees its reply, then this (``LLMExtractor.retries``)
+FAILED_KEPT = 256  # texts whose last unusable reply an extractor keeps, to ask again from it (LLMExtractor.extract)
 REPLY_SHOWN = 600  # characters of an unusable reply shown back to the model when it is asked again
 RETRY_PROMPT = """That reply could not be used: {error}. Answer again with JSON only, exactly in the shape
 {{"facts": [...]}} described above, with the facts the message states."""
@@ -139,19 +140,30 @@ class LLMExtractor:
         self.prompt = prompt
         self.retries = retries
         self.check_support = check_support  # refuse a fact the turn does not support (memkit/write/support.py)
+        self._failed: dict[str, list[dict[str, str]]] = {}  # text -> its last unusable reply and why (``extract``)
 
     def extract(self, text: str, source: tuple[str, ...] = ()) -> Candidates:
-        messages = [{"role": "system", "content": self.prompt}, {"role": "user", "content": text}]
+        """The facts of ``text``. A text whose last extraction here ended unusable (``flush()`` tries it again)
+        starts from that reply and what was wrong with it: a deterministic model asked the same request again
+        would answer the same."""
+        messages = [{"role": "system", "content": self.prompt}, {"role": "user", "content": text},
+                    *self._failed.get(text, ())]
         for attempt in range(self.retries + 1):
             reply = self.model.complete(messages, json_mode=FACTS_SCHEMA)
             try:
-                return self._supported(candidates_from_json(parse_json(reply), reply, source), text, reply)
+                found = self._supported(candidates_from_json(parse_json(reply), reply, source), text, reply)
+                self._failed.pop(text, None)
+                return found
             except ExtractionError as e:
-                if attempt == self.retries:
-                    raise
                 # the reply cut short: a long one would double the next prompt (and its time) on a small server
-                messages = [*messages, {"role": "assistant", "content": reply[:REPLY_SHOWN]},
-                            {"role": "user", "content": RETRY_PROMPT.format(error=str(e).split("; received:")[0])}]
+                told = [{"role": "assistant", "content": reply[:REPLY_SHOWN]},
+                        {"role": "user", "content": RETRY_PROMPT.format(error=str(e).split("; received:")[0])}]
+                if attempt == self.retries:
+                    if len(self._failed) >= FAILED_KEPT:
+                        self._failed.clear()
+                    self._failed[text] = told
+                    raise
+                messages = [*messages, *told]
         raise AssertionError("unreachable")  # the loop returns or raises
 
     def _supported(self, cands: Candidates, text: str, reply: str) -> Candidates:

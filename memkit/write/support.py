@@ -48,7 +48,7 @@ def unsupported(c: Candidate, turn: str) -> str | None:
         if (c.key or "").endswith(".name") or re.search(r"\bname is\b|\bcalled\b", c.text, re.I):
             return None
         return "written in another script than its turn, so the turn's words cannot support it"
-    invented = sorted(_names(fact) - _words(turn) - _names(turn))
+    invented = sorted(_names(fact, subject=True) - _words(turn) - _names(turn))
     if invented:
         return f"unsupported by the turn: it never says {', '.join(invented[:5])}"
     words = _content(fact)
@@ -73,15 +73,16 @@ def _words(text: str) -> set[str]:
 
 # a capitalised word inside a sentence, or the capitalised subject a fact starts with ("Sofia is a cello player."),
 # and a word that holds a digit, whole: "python3", "X5", "24.04" (a number inside a word is part of that word)
-_NAME = re.compile(r"(?<=[a-z,;]\s)[A-Z][\w'-]+|^[A-Z][\w'-]+")
+_NAME = re.compile(r"(?<=[a-z,;]\s)[A-Z][\w'-]+")
+_SUBJECT = re.compile(r"^[A-Z][\w'-]+")
 _NUMBER = re.compile(r"\w+(?:[.,:]\w+)*")
 _SUBJECTS = frozenset({"user", "user's", "users"})
 
 
-def _names(text: str) -> set[str]:
-    """The names (capitalised words inside a sentence, a capitalised first word) and the words holding a digit of
-    ``text``, lowercased."""
-    names = {w.lower() for w in _NAME.findall(text.strip())}
+def _names(text: str, subject: bool = False) -> set[str]:
+    """The names (capitalised words inside a sentence; with ``subject``, a fact's capitalised first word too)
+    and the words holding a digit of ``text``, lowercased."""
+    names = {w.lower() for w in _NAME.findall(text.strip()) + (_SUBJECT.findall(text.strip()) if subject else [])}
     numbers = {w.lower() for w in _NUMBER.findall(text) if any(ch.isdigit() for ch in w)}
     return {w for w in names if w not in STOPWORDS and w not in _SUBJECTS} | numbers
 
@@ -89,12 +90,11 @@ def _names(text: str) -> set[str]:
 def unfaithful(source: str, summary: str, keep: float = 0.5) -> str | None:
     """Why ``summary`` is not a summary of ``source``: it names a person, place or number the source never
     says, or it keeps less than ``keep`` of the source's names and numbers; None when it is one."""
-    said = _words(source)
-    invented = sorted(w for w in _names(summary) if w not in said)
+    wanted = _names(source)
+    invented = sorted(_names(summary) - _words(source) - wanted)
     if invented:
         return f"the summary says what the turns never did: {', '.join(invented[:5])}"
-    wanted = _names(source)
-    kept = wanted & _words(summary)
+    kept = wanted & (_words(summary) | _names(summary))
     if wanted and len(kept) < keep * len(wanted):
         return f"the summary loses the turns' names and numbers ({', '.join(sorted(wanted - kept)[:5])})"
     return None
