@@ -201,3 +201,36 @@ def test_forget_recreate_and_eviction_in_a_seeded_random_order_read_only_what_is
             text = " ".join(e.content for e in m.store.episodes(user)) + m.context(user, "q", "drawer?", budget=4000).text
             assert all(n in text for n in said[user]) and not any(n in text for n in forgotten[user]), (step, user)
     m.close()
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 3 MB file system of its own (tmpfs), to fill."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mnt)], capture_output=True, text=True)
+    if done.returncode:
+        pytest.skip(f"cannot mount a small file system here ({done.stderr.strip()})")
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_a_full_disk_is_named_with_its_path_and_the_store_stays_readable(small_disk, embedder):
+    from memkit.errors import StoreFull
+
+    m = Memory(store=FactStore.persistent(str(small_disk / "s"), embedder))
+    kept = 0
+    with pytest.raises(StoreFull, match=str(small_disk)):
+        for i in range(5000):
+            m.observe("u", f"s{i // 20}", "user", f"I prefer metric units, note {i} " + "x" * 2000, time=1.7e9 + i)
+            kept += 1
+            if i % 20 == 19:
+                m.end_session("u", f"s{i // 20}")
+    with pytest.raises(StoreFull, match="full"):  # the next write says the real cause too
+        m.observe("u", "z", "user", "One more turn.", time=1.9e9)
+    # every turn observe() took is recorded whole; the one it refused is recorded whole or not at all (its
+    # record may have been written before a later step met the full disk: it then waits for flush())
+    recorded = [e.content for e in m.store.episodes("u")]
+    assert all(f"note {i} " in " ".join(recorded) for i in range(kept)) and kept <= len(recorded) <= kept + 1
+    assert all(c.endswith("x" * 2000) for c in recorded)
+    assert "metric" in m.context("u", "q", "Which units do I prefer?", budget=500).text  # reads go on
