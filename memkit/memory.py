@@ -268,8 +268,7 @@ class Memory:
         query = validate.query(query)
         k = None if k is None else validate.positive_int("k", k, validate.MAX_K)
         self._check_open()
-        o = self.read_options
-        return search_facts(self.store, self.policy, user_id, query, o, k or o.k, o.min_score if min_score is None else min_score)
+        return search_facts(self.store, self.policy, user_id, query, self.read_options, k, min_score)
 
     def context(self, user_id: str, session_id: str, query: str, budget: int = 1200, k: int | None = None,
                 min_score: float | None = None, now: "float | datetime | None" = None) -> Context:

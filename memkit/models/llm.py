@@ -224,7 +224,8 @@ def _whole_body(chunks: Any, response: Any) -> str:
         return _message_of(json.loads(response.read()))
     except (ValueError, KeyError, IndexError, TypeError) as e:
         raise ModelUnavailable(f"chat: the endpoint answered a streamed request with a JSON body that holds no "
-                               f"message ({type(e).__name__}: {e}); MEMKIT_LLM_STREAM=0 asks it without streaming") from e
+                               f"message ({type(e).__name__}: {e}); MEMKIT_LLM_STREAM=0 asks it without "
+                               "streaming") from e
     finally:
         chunks.close()
 

@@ -59,7 +59,7 @@ class ReadOptions:
     headers: Mapping[str, str] = field(default_factory=lambda: dict(assemble.HEADERS))
 
     def __post_init__(self) -> None:
-        """Every field checked here (types, ranges, NaN, strings for booleans), so a bad one fails where it is written."""
+        """Every field checked here (types, ranges, NaN, strings for booleans): a bad one fails where it is set."""
         validate.positive_int("k", self.k, validate.MAX_K)
         validate.number("min_score", self.min_score, -1.0, 1.0)  # a cosine similarity
         validate.count("profile_tokens", self.profile_tokens, validate.MAX_BUDGET)
@@ -153,14 +153,14 @@ def read(store: FactStore, policy: "Policy", buf: "EpisodicBuffer", query: str, 
     return Context(assemble.messages(parts, chosen, options.headers), tuple(parts), budget, notes)
 
 
-def search_facts(store: FactStore, policy: "Policy", user_id: str, query: str, options: ReadOptions, k: int,
-                 min_score: float) -> list[Hit]:
+def search_facts(store: FactStore, policy: "Policy", user_id: str, query: str, options: ReadOptions,
+                 k: int | None = None, min_score: float | None = None) -> list[Hit]:
     """``Memory.search``: the user's top ``k`` facts for ``query`` by hybrid recall, then the rest of the current
-    facts as the profile (``why="profile"``)."""
+    facts as the profile (``why="profile"``); ``k`` and ``min_score`` default to the options'."""
     vector = store.embed_query(query) if "dense" in options.recall.channels and query.strip() else None
     dense = dense_rankings(store, user_id, vector, {"facts": options.recall.depth}, options.recall)
-    return fact_hits(store, policy, user_id, query, dense.get("facts"), k, min_score, options.profile_tokens,
-                     options.recall)
+    return fact_hits(store, policy, user_id, query, dense.get("facts"), k or options.k,
+                     options.min_score if min_score is None else min_score, options.profile_tokens, options.recall)
 
 
 def profile_block(store: FactStore, user_id: str, limit: int) -> str:

@@ -350,5 +350,6 @@ def translated(what: str) -> Iterator[None]:
                             "written before stays readable)") from e
         if any(w in str(e) for w in DAMAGED):
             raise StoreCorrupt(f"the vector index ({what}) is damaged: {e}. The records hold the truth: `memkit store "
-                               "repair PATH` sets the damaged files aside and re-embeds from them", part="vectors") from e
+                               "repair PATH` sets the damaged files aside and re-embeds from them",
+                               part="vectors") from e
         raise

@@ -105,7 +105,8 @@ def off_count(store: "FactStore", owners: set[str]) -> set[str]:
         facts = store.log.db.rows("SELECT COUNT(*) FROM profile WHERE owner = ?", (owner,))[0][0]
         user_id = _user_of(store, owner)
         pending = {e.id for e in store.records.episodes(owner, user_id, pending=True)}
-        wanted = facts + sum(len(episode_items(e)) for e in store.records.episodes(owner, user_id) if e.id not in pending)
+        episodes = store.records.episodes(owner, user_id)
+        wanted = facts + sum(len(episode_items(e)) for e in episodes if e.id not in pending)
         if store.vectors.count(owner) != wanted:  # type: ignore[attr-defined]
             off.add(owner)
     return off

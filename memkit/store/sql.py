@@ -243,8 +243,9 @@ def named(e: sqlite3.DatabaseError, path: str) -> Exception:
     if "full" in said:
         return StoreFull(f"cannot write {path}: {said}; free space on its disk (what was written before stays "
                          "readable and consistent)")
+    damaged = any(w in said for w in ("malformed", "disk I/O", "not a database"))
     if isinstance(e, (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceError)) or \
-            isinstance(e, sqlite3.OperationalError) and not any(w in said for w in ("malformed", "disk I/O", "not a database")):
+            isinstance(e, sqlite3.OperationalError) and not damaged:
         return e
     return StoreCorrupt(f"the records file {path} is damaged ({said}): run `memkit store check {Path(path).parent}` "
                         f"and `memkit store repair {Path(path).parent}`; a file that cannot be read must be restored "

@@ -104,7 +104,8 @@ class KeyedPolicy:
                     events.append(Event(EventKind.NOOP, user_id, near.id, near, near, f"duplicate (sim {sim:.2f})", c.source, t))
                     continue
                 new = to_fact(user_id, c, t)
-                events.append(Event(EventKind.ADD, user_id, new.id, None, new, f"new key {c.key}" if c.key else "no key", c.source, t))
+                events.append(Event(EventKind.ADD, user_id, new.id, None, new, f"new key {c.key}" if c.key else "no key",
+                                    c.source, t))
             elif _same_value(old, c):
                 events.append(Event(EventKind.NOOP, user_id, old.id, old, old, f"{c.key} already {c.value}", c.source, t))
                 continue
