@@ -151,7 +151,7 @@ def test_ctrl_c_in_bench_says_what_was_saved_and_how_to_resume(tmp_path):
     # ten conversations with two-layer memory: once the first is saved, the other nine take far longer than a
     # signal takes to arrive, however loaded the machine (with four short jobs, a loaded machine finished first)
     proc = subprocess.Popen([sys.executable, "-m", "memkit.cli", "bench", "--data", str(ROOT / "data" / "chats.jsonl"),
-                             "--strategy", "window,rag:bm25,two-layer", "--no-turn-tokens", "--embed-cache", "off",
+                             "--strategy", "window,rag:bm25,two-layer:keyed", "--no-turn-tokens", "--embed-cache", "off",
                              "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 240
     while time.time() < deadline and not list((out / "parts").glob("job-*.pkl")):

@@ -207,19 +207,20 @@ def file_path(url: str) -> str:
     ``file:/P``, percent-decoded; another host, a relative path, ``~``, a query or a fragment is ``StoreURLError``."""
     from urllib.parse import unquote, urlsplit
 
+    kinds = f"; store URLs: {', '.join(STORE_URLS)}"
     parts = urlsplit(url)
     if parts.query or parts.fragment or url.endswith(("?", "#")):
         raise StoreURLError(f"{url!r}: a file: store URL takes no query or fragment (pass options as keywords: "
-                            "FactStore.from_url(url, max_users=...))")
+                            "FactStore.from_url(url, max_users=...))" + kinds)
     if parts.netloc.startswith("~") or parts.path.startswith("~"):
         raise StoreURLError(f"{url!r}: '~' is not expanded in a URL; write the folder's absolute path "
-                            f"(file://{os.path.expanduser('~')}/...)")
+                            f"(file://{os.path.expanduser('~')}/...)" + kinds)
     if parts.netloc not in ("", "localhost"):
         raise StoreURLError(f"{url!r} names the host {parts.netloc!r}: a file: URL is a folder on this machine, "
-                            "file:///absolute/path (a relative path: file://$PWD/path)")
+                            "file:///absolute/path (a relative path: file://$PWD/path)" + kinds)
     path = unquote(parts.path, errors="strict")
     if not path.startswith("/") or path == "/":
-        raise StoreURLError(f"{url!r} names no folder path: write file:///absolute/path/to/folder")
+        raise StoreURLError(f"{url!r} names no folder path: write file:///absolute/path/to/folder" + kinds)
     if "\x00" in path:
         raise StorePathError(f"{url!r}: the path holds a NUL character, which no file name can")
     return path
