@@ -603,3 +603,57 @@ def test_a_summary_keeps_words_that_hold_a_digit_whole(turns, summary, faithful)
     from memkit.write.support import unfaithful
 
     assert (unfaithful(turns, summary) is None) is faithful
+
+
+def test_ctrl_c_in_a_bench_with_worker_processes_ends_it_and_its_workers(tmp_path):
+    """SIGINT to the bench alone (not to its process group) while its two worker processes run jobs: the run
+    ends with 130 and says so, and no worker outlives it."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "out"
+    suite = Path(__file__).parents[1] / "data" / "suite.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "memkit.cli", "bench", "--data", str(suite), "--strategy",
+                             "window,rag:hybrid,two-layer:keyed", "--jobs", "2", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def workers() -> list[int]:
+        try:
+            return [int(p) for p in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()]
+        except OSError:
+            return []
+
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and not list((out / "parts").glob("job-*.pkl")):  # the jobs are running
+        time.sleep(0.05)
+    running = workers()
+    assert len(running) >= 2, proc.communicate(timeout=60)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=300)  # a bound against a hang only
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err[-2000:]
+    for pid in running:
+        for _ in range(100):
+            if not Path(f"/proc/{pid}").exists():
+                break
+            time.sleep(0.1)
+        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+
+
+def test_an_interrupted_pool_cancels_its_queued_calls_and_ends_its_running_ones():
+    """What an interrupted bench does with its worker processes (``Workers.close(now=True)``): the calls still
+    queued are cancelled, the running ones ended with their processes, instead of run to their end."""
+    import time
+
+    from memkit.eval.execution import Workers
+
+    workers = Workers(2)
+    workers._renew()
+    futures = [workers._pool.submit(time.sleep, 600) for _ in range(6)]
+    while not any(f.running() for f in futures):
+        time.sleep(0.05)
+    processes = list(workers._pool._processes.values())
+    workers.close(now=True)
+    assert len(processes) == 2 and not any(p.is_alive() for p in processes)
+    assert sum(f.cancelled() for f in futures) >= 3  # at most one call per process and one more are handed out

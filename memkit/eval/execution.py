@@ -264,8 +264,10 @@ def processes(jobs: int, recycle: int = RECYCLE) -> Iterator["Workers | None"]:
     workers = Workers(jobs, recycle)
     try:
         yield workers
-    finally:
-        workers.close()
+    except BaseException:  # Ctrl-C, or a job that failed: the calls still queued are not run
+        workers.close(now=True)
+        raise
+    workers.close()
 
 
 class Workers:
@@ -307,11 +309,22 @@ class Workers:
                                          initargs=(spawn.Value("i", 0), self.jobs))
         self._left = self.recycle * self.jobs or sys.maxsize
 
-    def close(self) -> None:
-        """End the processes, once the calls they took have finished."""
-        if self._pool is not None:
-            self._pool.shutdown()
-            self._pool = None
+    def close(self, now: bool = False) -> None:
+        """End the processes, once the calls they took have finished; with ``now`` (an interrupted run) at once:
+        the queued calls cancelled, the running ones ended with their processes (a job's store is its own, or
+        SQLite's, whose files a killed writer leaves whole: docs/usage.md, "What memkit guarantees")."""
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        if not now:
+            pool.shutdown()
+            return
+        running = list((getattr(pool, "_processes", None) or {}).values())  # the pool has no public way to end them
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in running:
+            proc.terminate()
+        for proc in running:
+            proc.join(10)
 
 
 def execute(fn: Callable[..., Any], calls: Sequence[tuple[int, tuple]], jobs: int = 1,
