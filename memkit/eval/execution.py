@@ -311,20 +311,20 @@ class Workers:
 
     def close(self, now: bool = False) -> None:
         """End the processes, once the calls they took have finished; with ``now`` (an interrupted run) at once:
-        the queued calls cancelled, the running ones ended with their processes (a job's store is its own, or
-        SQLite's, whose files a killed writer leaves whole: docs/usage.md, "What memkit guarantees")."""
+        the queued calls cancelled, the running ones ended with their processes (SIGTERM, then SIGKILL)."""
         pool, self._pool = self._pool, None
-        if pool is None:
-            return
-        if not now:
+        if pool is not None and not now:
             pool.shutdown()
-            return
-        running = list((getattr(pool, "_processes", None) or {}).values())  # the pool has no public way to end them
-        pool.shutdown(wait=False, cancel_futures=True)
-        for proc in running:
-            proc.terminate()
-        for proc in running:
-            proc.join(10)
+        elif pool is not None:
+            running = list((getattr(pool, "_processes", None) or {}).values())  # no public way to end them (< 3.14)
+            pool.shutdown(wait=False, cancel_futures=True)
+            for proc in running:
+                proc.terminate()
+            for proc in running:  # one still starting may outlive SIGTERM's moment
+                proc.join(5)
+                if proc.is_alive():
+                    proc.kill()
+                    proc.join(5)
 
 
 def execute(fn: Callable[..., Any], calls: Sequence[tuple[int, tuple]], jobs: int = 1,

@@ -164,7 +164,10 @@ class LexicalIndex:
             for owner, part, ref, text in rows:
                 self._add(writer, owner, part, ref, text)
         with self._guard, self._lock():
-            writer = self._open().writer(WRITER_HEAP, 1)
+            index = self._open()
+            index.reload()  # the searcher lets go of the old segments, or their files would be kept for it
+            self._loaded = self._commit()
+            writer = index.writer(WRITER_HEAP, 1)
             writer.garbage_collect_files()
             writer.wait_merging_threads()
 
