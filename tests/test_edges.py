@@ -532,6 +532,28 @@ def test_two_stores_on_one_folder_in_one_process_write_at_once_and_one_closing_l
     a.close()
 
 
+def _children(pid: int) -> list[int]:
+    """The processes ``pid`` started that still run (Linux /proc)."""
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def _ends(pid: int) -> bool:
+    """Whether process ``pid`` ends (gone, or a zombie left for init to reap) within ten seconds."""
+    import time
+
+    for _ in range(100):
+        try:
+            if "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]:
+                return True
+        except OSError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
 @pytest.mark.server
 @pytest.mark.parametrize("sig,when", [("SIGTERM", "running"), ("SIGINT", "running"), ("SIGTERM", "starting"),
                                       ("SIGINT", "starting")])
@@ -547,16 +569,10 @@ def test_memkit_serve_stops_its_chroma_child_on_a_signal(tmp_path, sig, when):
     proc = subprocess.Popen([sys.executable, "-m", "memkit.cli", "serve", str(tmp_path / "data"), "--port", str(port)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
-    def children() -> list[int]:
-        try:
-            return [int(p) for p in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()]
-        except OSError:
-            return []
-
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not children():  # the chroma child exists
+    while time.monotonic() < deadline and not _children(proc.pid):  # the chroma child exists
         time.sleep(0.05)
-    kids = children()
+    kids = _children(proc.pid)
     assert kids, proc.communicate(timeout=30)
     if when == "running":
         import urllib.request
@@ -569,12 +585,7 @@ def test_memkit_serve_stops_its_chroma_child_on_a_signal(tmp_path, sig, when):
                 time.sleep(0.2)
     proc.send_signal(getattr(signal, sig))
     proc.communicate(timeout=60)
-    for kid in kids:  # gone, not orphaned (a zombie reaped by init is gone from /proc soon)
-        for _ in range(100):
-            if not Path(f"/proc/{kid}").exists() or "Z" in Path(f"/proc/{kid}/stat").read_text().split()[2]:
-                break
-            time.sleep(0.1)
-        assert not Path(f"/proc/{kid}").exists() or "Z" in Path(f"/proc/{kid}/stat").read_text().split()[2]
+    assert all(_ends(kid) for kid in kids)  # gone, not orphaned
 
 
 def test_a_turn_extracted_again_after_an_unusable_reply_is_not_the_identical_request(fake_llm):
@@ -619,26 +630,15 @@ def test_ctrl_c_in_a_bench_with_worker_processes_ends_it_and_its_workers(tmp_pat
                              "window,rag:hybrid,two-layer:keyed", "--jobs", "2", "--out", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
-    def workers() -> list[int]:
-        try:
-            return [int(p) for p in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()]
-        except OSError:
-            return []
-
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and not list((out / "parts").glob("job-*.pkl")):  # the jobs are running
         time.sleep(0.05)
-    running = workers()
+    running = _children(proc.pid)
     assert len(running) >= 2, proc.communicate(timeout=60)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=300)  # a bound against a hang only
     assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err[-2000:]
-    for pid in running:
-        for _ in range(100):
-            if not Path(f"/proc/{pid}").exists():
-                break
-            time.sleep(0.1)
-        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+    assert all(_ends(pid) for pid in running)
 
 
 def test_an_interrupted_pool_cancels_its_queued_calls_and_ends_its_running_ones():

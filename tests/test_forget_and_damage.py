@@ -32,7 +32,7 @@ class Found(set):
 
 def _holding(folder: Path, secrets: set[str]) -> Found:
     """The secrets whose bytes any file under ``folder`` holds, but Chroma's HNSW segment files: hnswlib writes
-    them from memory that can hold stray bytes of any text the process had (seen in 2 runs of 12, in a live
+    them from memory that can hold stray bytes of any text the process had (seen in 5 of 28 runs, in a live
     collection of another user: docs/usage.md, "What memkit guarantees"), which no forget can scrub."""
     found = Found()
     found.files = set()
