@@ -106,7 +106,7 @@ def cmd_store(args: argparse.Namespace) -> int:
         if action == "check":
             found = health.findings(store)
             print("\n".join(f"problem: {f}" for f in found)
-                  or f"ok: records, vectors and lexical index of {folder} agree")
+                  or f"ok: records, event log, vectors and lexical index of {folder} agree")
             return 1 if found else 0
         print("\n".join(health.repair(store)) or "nothing to repair")
         return 0

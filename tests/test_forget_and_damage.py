@@ -187,6 +187,67 @@ def test_a_damaged_derived_part_is_repaired_from_the_records_with_nothing_lost(t
     store.close()
 
 
+def _store_with_facts(folder: Path, embedder) -> list[str]:
+    m = Memory(store=FactStore.persistent(str(folder), embedder))
+    m.observe("dan", "s1", "user", "I prefer metric units.", time=1.7e9)
+    m.observe("dan", "s1", "user", "I live in Oslo.", time=1.7e9 + 1)
+    m.observe("eve", "s1", "user", "I'm allergic to peanuts.", time=1.7e9 + 2)
+    m.end_session("dan", "s1")
+    m.end_session("eve", "s1")
+    facts = sorted(f.text for u in ("dan", "eve") for f in m.store.get(u))
+    m.close()
+    assert len(facts) >= 3
+    return facts
+
+
+def _sql(folder: Path, *statements: str) -> None:
+    import sqlite3
+
+    with sqlite3.connect(folder / "memkit.sqlite3") as db:
+        for sql in statements:
+            db.execute(sql)
+
+
+def test_an_emptied_event_log_is_refused_at_open_and_repair_loses_no_fact_vector(tmp_path, embedder, capsys):
+    folder = tmp_path / "s"
+    _store_with_facts(folder, embedder)
+    _sql(folder, "DELETE FROM events", "DELETE FROM profile")
+    with pytest.raises(StoreCorrupt, match="event log and profile hold no fact") as e:
+        FactStore.persistent(str(folder), embedder)
+    assert e.value.part == "log"
+    assert main(["store", "repair", str(folder)]) != 0  # refused, by name: a repair would drop the facts' vectors
+    assert "log" in capsys.readouterr().out
+    from memkit.store.chroma import ChromaIndex
+
+    index = ChromaIndex.persistent(folder, embedder, "memkit")
+    assert sum(len(index.fact_ids(o)) for o in index.owners()) >= 3  # the facts' vectors are all still there
+    index.close()
+
+
+def test_a_log_that_lost_its_end_is_named_and_not_repaired_over(tmp_path, embedder, capsys):
+    folder = tmp_path / "s"
+    _store_with_facts(folder, embedder)
+    last = "(SELECT MAX(seq) FROM events WHERE kind = 'ADD')"
+    _sql(folder, f"DELETE FROM profile WHERE fact_id = (SELECT fact_id FROM events WHERE seq = {last})",
+         f"DELETE FROM events WHERE seq >= {last}")
+    FactStore.persistent(str(folder), embedder).close()  # opens: other facts' events remain
+    assert main(["store", "check", str(folder)]) != 0
+    assert "neither the profile nor the event log" in capsys.readouterr().out
+    assert main(["store", "repair", str(folder)]) != 0
+
+
+def test_a_fact_the_profile_lost_is_given_back_from_the_event_log(tmp_path, embedder, capsys):
+    folder = tmp_path / "s"
+    facts = _store_with_facts(folder, embedder)
+    _sql(folder, "DELETE FROM profile WHERE rowid = (SELECT MIN(rowid) FROM profile)")
+    assert main(["store", "check", str(folder)]) != 0
+    assert "profile lacks facts their event log holds" in capsys.readouterr().out
+    assert main(["store", "repair", str(folder)]) == 0 and main(["store", "check", str(folder)]) == 0
+    store = FactStore.persistent(str(folder), embedder)
+    assert sorted(f.text for u in ("dan", "eve") for f in store.get(u)) == facts
+    store.close()
+
+
 def test_forget_recreate_and_eviction_in_a_seeded_random_order_read_only_what_is_current(tmp_path, embedder):
     """Users forgotten, written again and evicted from the loaded set (max_users=2) in a seeded random order,
     with reopenings: every read works, and shows a user's notes since their last forget and none before."""

@@ -183,6 +183,16 @@ class ChromaIndex:
             except (NotFoundError, ValueError):
                 return 0
 
+    def fact_ids(self, owner: str) -> set[str]:
+        """The ids of the facts the owner's collection holds vectors of (``health.findings``)."""
+        with translated(self.backend):
+            try:
+                got = self.client.get_collection(self.collection_name(owner)).get(where={"part": TAGS["facts"]},
+                                                                                  include=[])
+            except (NotFoundError, ValueError):
+                return set()
+        return {i.split(":", 1)[1] for i in got["ids"]}
+
     def loaded(self) -> int:
         """How many users' collection handles are held (at most ``max_users``)."""
         return len(self._collections)

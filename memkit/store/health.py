@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreCorrupt
+from ..types import Fact, current
 from .base import episode_items, text_rows
 from .lexicon import LexicalIndex
 from .records import MIGRATIONS
@@ -76,6 +77,7 @@ def findings(store: "FactStore", full: bool = True) -> list[Finding]:
         return [Finding("records", f"the records file {store.records.path} holds nothing, but the vector index holds "
                         f"{len(vectors)} users' vectors: the records were deleted, emptied or replaced. Restore the "
                         "file from a backup (vectors alone cannot give back the text)", False)]
+    found += _profile_findings(store, vectors, full)
     embedded = _owners_in_records(store, embedded=True)
     missing = embedded - set(vectors)
     if missing and (full or len(missing) == len(embedded)):
@@ -95,6 +97,47 @@ def findings(store: "FactStore", full: bool = True) -> list[Finding]:
             found.append(Finding("records", f"schema version {wanted}, expected "
                                  f"{len(MIGRATIONS[store.records.db.dialect.name])}", False))
     return found
+
+
+def _profile_findings(store: "FactStore", vectors: dict[str, str], full: bool) -> list[Finding]:
+    """Whether the profile (beside the event log, in the records' database) holds the facts the vector index
+    has vectors of. A fact vector with no profile row means the profile lost it: given back from the log when
+    the log's fold still holds it, else (its events lost too, or a fact written by ``upsert``, which logs
+    nothing) it cannot be rebuilt, and a repair that re-embedded from the profile would drop its vector."""
+    if not full:  # at open, only the cheap case: no fact at all in the profile while facts have vectors
+        if store.log.db.rows("SELECT 1 FROM profile LIMIT 1"):
+            return []
+        with_facts = [o for o in vectors if store.vectors.fact_ids(o)]  # type: ignore[attr-defined]
+        return [Finding("log", f"the event log and profile hold no fact, but the vector index holds facts of "
+                        f"{len(with_facts)} users: the log was deleted, emptied or replaced. Restore it from a "
+                        "backup (the records alone cannot give back facts)", False)] if with_facts else []
+    lost, behind = _lost_facts(store, vectors)
+    found = []
+    if lost:
+        found.append(Finding("log", f"{len(lost)} users have facts in the vector index that neither the profile "
+                             "nor the event log holds (the log lost events: its file or database replaced, or its "
+                             "end lost). Restore it from a backup (the records alone cannot give back facts)", False))
+    if behind:
+        found.append(Finding("profile", f"{len(behind)} users' profile lacks facts their event log holds: given back "
+                             "from the log", True))
+    return found
+
+
+def _lost_facts(store: "FactStore", vectors: dict[str, str]) -> tuple[list[str], dict[str, list[Fact]]]:
+    """The owners with fact vectors that no record holds, and per owner the current facts of its log's fold
+    that its profile lacks though the vector index has them."""
+    lost, behind = [], {}
+    for owner in sorted(vectors):
+        held = {r[0] for r in store.log.db.rows("SELECT fact_id FROM profile WHERE owner = ?", (owner,))}
+        missing = store.vectors.fact_ids(owner) - held  # type: ignore[attr-defined]
+        if not missing:
+            continue
+        folded = {f.id: f for f in current(store.log.folded(owner))}
+        if missing - set(folded):
+            lost.append(owner)
+        else:
+            behind[owner] = [folded[i] for i in sorted(missing)]
+    return lost, behind
 
 
 def off_count(store: "FactStore", owners: set[str]) -> set[str]:
@@ -130,6 +173,9 @@ def repair(store: "FactStore") -> list[str]:
     if unrepairable:
         raise StoreCorrupt("cannot repair: " + "; ".join(map(str, unrepairable)))
     vectors = _vector_owners(store) or {}
+    for owner, facts in _lost_facts(store, vectors)[1].items():  # first: the vectors of facts come from the profile
+        store.log.put_profile(owner, facts)
+        done.append(f"gave back {len(facts)} facts of user {owner[:12]} to the profile from the event log")
     have = _owners_in_records(store)
     embedded = _owners_in_records(store, embedded=True)
     for owner in sorted((embedded - set(vectors)) | off_count(store, embedded & set(vectors))):

@@ -85,6 +85,12 @@ class EventLog:
             self.put_profile(owner, now_current)
             self.drop_profile(owner, [i for i in state if i not in {f.id for f in now_current}])
 
+    def folded(self, owner: str) -> dict[str, Fact | None]:
+        """The fold of the owner's applied events: its facts as the log has them (``health.findings``)."""
+        rows = self.db.rows("SELECT body FROM events WHERE owner = ? AND applied = 1 AND kind IN "
+                            "('ADD', 'UPDATE', 'DELETE', 'INVALIDATE') ORDER BY seq", (owner,))
+        return fold(Event.from_dict(json.loads(b)) for (b,) in rows)
+
     # ---- events ------------------------------------------------------------------------------
     def append(self, owner: str, events: Sequence[Event]) -> list[int]:
         """Log ``events`` in one transaction; returns their sequence numbers (increasing). Events that change
