@@ -9,7 +9,7 @@ _EXPORTS = {  # name -> the module that defines it, imported on first use (PEP 5
     # command line start at once, and `import chromadb` (seconds) waits for what needs it
     **dict.fromkeys(('Settings',), "config"),
     **dict.fromkeys(('EpisodicBuffer', 'SessionStore'), "write.episodic"),
-    **dict.fromkeys(('CachedEmbedder', 'EmbeddingCache'), "models.embed_cache"),
+    **dict.fromkeys(('CachedEmbedder', 'EmbeddingCache'), "store.embed_cache"),
     **dict.fromkeys(('CacheUnavailable', 'ConfigError', 'DatasetError', 'DimensionMismatch', 'EmbedderMismatch', 'ExtractionError', 'InvalidArgument', 'InvalidContent', 'IsolationError', 'MemkitError', 'MissingSessionId', 'MissingUserId', 'ModelUnavailable', 'StoreClosed', 'StoreCorrupt', 'StoreFull', 'StoreLocked', 'StorePathError', 'StoreUnavailable'), "errors"),
     **dict.fromkeys(('EXTRACTION_PROMPT', 'Extractor', 'LLMExtractor'), "write.extract"),
     **dict.fromkeys(('FactStore',), "store"),
@@ -27,18 +27,24 @@ _EXPORTS = {  # name -> the module that defines it, imported on first use (PEP 5
 
 __getattr__, __dir__ = exports(__name__, _EXPORTS)
 
-# The modules that moved into rooms (docs/architecture.md §7) answer at their old paths for one version
-_ROOMS = {"read": ("assemble", "budget", "passages", "recall", "subject", "timeframe"),
-          "write": ("episodic", "extract", "reconcile", "rules", "summarize", "support"),
-          "models": ("embed", "embed_cache", "llm", "llm_check", "server", "tokens"),
-          "lab": ("demo", "notebooks_copy", "sweep", "viz", "widgets")}
-moved({f"{__name__}.{m}": f"{__name__}.{room}.{m}" for room, ms in _ROOMS.items() for m in ms})
+# The modules that moved into rooms (docs/architecture.md §7) answer at their old paths for one version: the top
+# level's, and the room's for the four that changed rooms so that imports point one way
+_ROOMS = {"read": ("assemble", "budget", "recall", "subject", "timeframe"),
+          "write": ("episodic", "extract", "llm_check", "reconcile", "rules", "summarize", "support"),
+          "models": ("embed", "llm", "server", "tokens"),
+          "store": ("embed_cache", "lexicon", "log", "passages"),
+          "eval": ("sweep",),
+          "lab": ("demo", "notebooks_copy", "viz", "widgets")}
+_CHANGED_ROOM = {"read.passages": "store.passages", "models.embed_cache": "store.embed_cache",
+                 "models.llm_check": "write.llm_check", "lab.sweep": "eval.sweep", "store.episodes": "store.archive"}
+moved({**{f"{__name__}.{m}": f"{__name__}.{room}.{m}" for room, ms in _ROOMS.items() for m in ms},
+       **{f"{__name__}.{a}": f"{__name__}.{b}" for a, b in _CHANGED_ROOM.items()}})
 
 
 if TYPE_CHECKING:  # what the names are, for type checkers and editors
     from .config import Settings
     from .write.episodic import EpisodicBuffer, SessionStore
-    from .models.embed_cache import CachedEmbedder, EmbeddingCache
+    from .store.embed_cache import CachedEmbedder, EmbeddingCache
     from .errors import (CacheUnavailable, ConfigError, DatasetError, DimensionMismatch, EmbedderMismatch, ExtractionError, InvalidArgument,
                          InvalidContent,
                          IsolationError, MemkitError, MissingSessionId, MissingUserId, ModelUnavailable, StoreClosed,

@@ -42,7 +42,7 @@ def _interrupted(*_: object) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from .store.chroma import MAX_USERS
-    from .models.server import ChromaServer, server_config
+    from .store.server import ChromaServer, server_config
 
     args.max_users = MAX_USERS if args.max_users is None else args.max_users
     if args.print_config:
@@ -66,7 +66,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_llm_check(args: argparse.Namespace) -> int:
     from .config import Settings
     from .errors import ConfigError
-    from .models.llm_check import check, report
+    from .write.llm_check import check, report
 
     settings = Settings.from_env()
     chat = settings.chat_model()
@@ -120,7 +120,7 @@ def cmd_store(args: argparse.Namespace) -> int:
 def cmd_sweep(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from .lab.sweep import parse_param, run_sweep
+    from .eval.sweep import parse_param, run_sweep
 
     params = dict(parse_param(p) for p in args.param)
     sweep = run_sweep(args.notebook, params, args.out, metric=args.metric, jobs=args.jobs, scheduler=args.scheduler)

@@ -31,7 +31,7 @@ class Settings:
     max_retries: int = 1       # MEMKIT_LLM_MAX_RETRIES
     max_tokens: int = DEFAULT_MAX_TOKENS  # MEMKIT_LLM_MAX_TOKENS, the longest reply a request allows
     stream: bool = True        # MEMKIT_LLM_STREAM=0: whole replies, for a server that cannot stream
-    embed_cache: str | None = None  # MEMKIT_EMBED_CACHE: an embedding-cache file (memkit/models/embed_cache.py); unset: none
+    embed_cache: str | None = None  # MEMKIT_EMBED_CACHE: an embedding-cache file (memkit/store/embed_cache.py); unset: none
     offline_embedder: str = "minilm"  # MEMKIT_EMBEDDER: the offline embedder's registered name (minilm, e5)
 
     @property
@@ -78,7 +78,7 @@ class Settings:
                                       api_key_env=self.embed.api_key_env, dimension=self.embed_dimension,
                                       api_key=self.embed.api_key)
         if self.embed_cache:
-            from .models.embed_cache import cached
+            from .store.embed_cache import cached
 
             return cached(embedder, self.embed_cache)
         return embedder

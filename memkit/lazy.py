@@ -38,6 +38,7 @@ class Moved(MetaPathFinder, Loader):
 
     def __init__(self, moved: dict[str, str]) -> None:
         self.moved = moved
+        self._own: dict[str, ModuleSpec | None] = {}  # each module's own spec, by its own name
 
     def find_spec(self, name: str, path: Sequence[str] | None = None, target: ModuleType | None = None
                   ) -> ModuleSpec | None:
@@ -47,10 +48,14 @@ class Moved(MetaPathFinder, Loader):
         new = self.moved[spec.name]
         warnings.warn(f"{spec.name} moved to {new}; the old path goes in the next version", DeprecationWarning,
                       stacklevel=2)
-        return import_module(new)  # the import system keeps its own name and spec: one module, two names
+        module = import_module(new)  # one module, two names
+        self._own[new] = module.__spec__  # the import system sets the old path's spec on it next
+        return module
 
     def exec_module(self, module: ModuleType) -> None:
-        pass  # the module ran under its own name
+        # the module ran under its own name; give it back its own spec, or importlib.reload (and Jupyter's
+        # %autoreload) would reload it through the old path and move its package, breaking its relative imports
+        module.__spec__ = self._own[module.__name__]
 
 
 def moved(modules: dict[str, str]) -> None:

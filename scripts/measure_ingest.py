@@ -38,8 +38,8 @@ import pandas as pd
 
 from memkit import FactStore, Memory
 from memkit.models.embed import MiniLMEmbedder
-from memkit.models.embed_cache import cached
-from memkit.read.passages import PASSAGE_TOKENS
+from memkit.store.embed_cache import cached
+from memkit.store.passages import PASSAGE_TOKENS
 from memkit.store.base import episode_items
 from memkit.types import Episode
 from memkit.models.tokens import count

@@ -69,7 +69,7 @@ VARIANTS: dict[str, tuple[str, dict]] = {
     "two-layer, identical repeats only": ("two-layer:keyed", {"near_repeats": 1.0}),
     "two-layer, near repeats 0.6": ("two-layer:keyed", {"near_repeats": 0.6}),
     "two-layer, no question time": ("two-layer:keyed", {"recall": RecallOptions(timeframes=False)}),
-    # long turns as passages (memkit/read/passages.py): off, and sizes around the default
+    # long turns as passages (memkit/store/passages.py): off, and sizes around the default
     "two-layer, passages off (turns whole)": ("two-layer:keyed", {"passage_tokens": 0}),
     "two-layer, passages 16": ("two-layer:keyed", {"passage_tokens": 16}),
     "two-layer, passages 24": ("two-layer:keyed", {"passage_tokens": 24}),

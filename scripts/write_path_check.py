@@ -29,7 +29,7 @@ from pathlib import Path
 import pandas as pd
 
 from memkit import FactStore, Memory
-from memkit.models.server import ChromaServer
+from memkit.store.server import ChromaServer
 from memkit.types import Candidate, EventKind
 
 # a store named by one argument: a folder, or a postgresql:// URL (the whole memory in PostgreSQL)

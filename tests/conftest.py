@@ -10,7 +10,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from fake_openai import FakeOpenAI  # noqa: E402
-from memkit.models.server import ChromaServer  # noqa: E402
+from memkit.store.server import ChromaServer  # noqa: E402
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -167,7 +167,7 @@ def test_the_e5_embedder_asks_questions_as_queries_and_stores_passages():
 def test_a_store_and_a_bench_run_take_the_offline_embedder_by_name(tmp_path):
     from memkit import FactStore, Settings
     from memkit.models.embed import E5Embedder, identity, shared_embedder
-    from memkit.models.embed_cache import CachedEmbedder
+    from memkit.store.embed_cache import CachedEmbedder
     from memkit.errors import ConfigError, EmbedderMismatch
 
     e = Settings.from_env({"MEMKIT_EMBEDDER": "e5", "MEMKIT_EMBED_CACHE": str(tmp_path / "c.sqlite3")}).embedder()
@@ -198,7 +198,7 @@ def test_a_store_and_a_bench_run_take_the_offline_embedder_by_name(tmp_path):
     results = run(convs, ["rag:dense"], budget=200, per_turn_tokens=False, embedder="e5",
                   embed_cache=tmp_path / "run.sqlite3")[0]
     assert len(results) > 0
-    from memkit.models.embed_cache import cached
+    from memkit.store.embed_cache import cached
 
     assert cached(E5Embedder(), tmp_path / "run.sqlite3").missing(turns) == []  # the run embedded with e5
     assert len(cached(MiniLMEmbedder(), tmp_path / "run.sqlite3").missing(turns)) == len(set(turns))  # only

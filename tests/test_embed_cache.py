@@ -11,7 +11,7 @@ import pytest
 
 from memkit import CacheUnavailable, CachedEmbedder, EmbeddingCache, FactStore, Memory, Settings
 from memkit.models.embed import MiniLMEmbedder, OpenAIEmbedder, identity
-from memkit.models.embed_cache import cached
+from memkit.store.embed_cache import cached
 
 
 class Toy:

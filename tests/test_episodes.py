@@ -204,7 +204,7 @@ def test_a_turn_shorter_than_a_passage_is_shown_whole(embedder):
 
 
 def test_passages_cover_the_turn_in_order_within_their_size():
-    from memkit.read import passages
+    from memkit.store import passages
 
     for size in (16, 64, 200):
         spans = passages.spans(ANSWER, size)

@@ -12,7 +12,7 @@ from memkit.errors import InvalidArgument
 from memkit.store.log import EventLog
 from memkit.store.records import Records
 from memkit.eval.scale import synthetic_facts
-from memkit.models.server import ChromaServer
+from memkit.store.server import ChromaServer
 from memkit.types import Episode, Fact
 
 import random

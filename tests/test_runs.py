@@ -18,7 +18,7 @@ import pytest
 
 from memkit import FactStore
 from memkit.models.embed import identity, shared_embedder
-from memkit.models.embed_cache import EmbeddingCache, cached
+from memkit.store.embed_cache import EmbeddingCache, cached
 from memkit.errors import ConfigError
 from memkit.eval.cores import pin_next, slots
 from memkit.eval.datasets import load

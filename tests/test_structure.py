@@ -25,14 +25,15 @@ def _type_checking_only(tree: ast.AST) -> set[int]:
     return lines
 
 
-def imports(root: Path = ROOT) -> dict[str, set[str]]:
-    """Which memkit modules each memkit module imports, at its top or inside a function."""
+def imports(root: Path = ROOT, type_only: bool = False) -> dict[str, set[str]]:
+    """Which memkit modules each memkit module imports, at its top or inside a function (with ``type_only``,
+    under ``if TYPE_CHECKING:`` too)."""
     mods = _modules(root)
     edges: dict[str, set[str]] = {m: set() for m in mods}
     for m, path in mods.items():
         package = m if path.name == "__init__.py" else m.rpartition(".")[0]
         tree = ast.parse(path.read_text())
-        skip = _type_checking_only(tree)
+        skip = set() if type_only else _type_checking_only(tree)
         for node in ast.walk(tree):
             if getattr(node, "lineno", None) in skip:
                 continue
@@ -96,6 +97,38 @@ def test_the_circle_check_finds_a_circle(tmp_path):
     assert circles(imports(pkg)) == [["pkg.a", "pkg.b"]]
 
 
+def room_order() -> list[str]:
+    """The rooms, lowest first, as docs/architecture.md §7 writes them (its ``rooms:`` line)."""
+    line = next(x for x in (ROOT.parent / "docs" / "architecture.md").read_text().splitlines() if x.startswith("rooms:"))
+    return [r.strip().strip("`") for r in line.removeprefix("rooms:").split("→")]
+
+
+def against(edges: dict[str, set[str]], order: list[str]) -> list[str]:
+    """The imports from a room to a later one (a module's room: its subpackage, else its own name)."""
+    def room(m: str) -> str:
+        return m.split(".")[1] if "." in m else m
+
+    return sorted(f"{a} -> {b}" for a, bs in edges.items() for b in bs if order.index(room(a)) < order.index(room(b)))
+
+
+def test_imports_point_one_way_down_the_rooms_order_that_the_architecture_writes():
+    order = room_order()
+    edges = imports(type_only=True)
+    rooms = {m.split(".")[1] if "." in m else m for m in edges}
+    assert rooms == set(order), rooms ^ set(order)  # every room placed, none invented
+    assert against(edges, order) == []
+
+
+def test_the_direction_check_finds_an_upward_import(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "low").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "low" / "__init__.py").write_text("")
+    (pkg / "low" / "a.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..high import x\n")
+    (pkg / "high.py").write_text("from .low import a\n")
+    assert against(imports(pkg, type_only=True), ["low", "high", "pkg"]) == ["pkg.low.a -> pkg.high"]
+
+
 @pytest.mark.parametrize("limit", [400])
 def test_no_module_over_its_size(limit):
     assert {p.name: n for p in ROOT.rglob("*.py") if (n := len(p.read_text().splitlines())) > limit} == {}
@@ -125,3 +158,35 @@ def test_a_module_that_moved_into_a_room_answers_at_its_old_path_for_now():
         from memkit import viz  # noqa: F401
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module("memkit.no_such_module")
+
+
+@pytest.mark.parametrize("old, new", [("memkit.read.passages", "memkit.store.passages"),
+                                      ("memkit.models.embed_cache", "memkit.store.embed_cache"),
+                                      ("memkit.models.llm_check", "memkit.write.llm_check"),
+                                      ("memkit.lab.sweep", "memkit.eval.sweep"),
+                                      ("memkit.store.episodes", "memkit.store.archive"),
+                                      ("memkit.lexicon", "memkit.store.lexicon"), ("memkit.log", "memkit.store.log")])
+def test_a_module_that_changed_rooms_answers_at_each_old_path_and_reloads(old, new):
+    import subprocess
+    import sys
+
+    # in a process of its own: a reload makes new classes, which other tests' imports would not be
+    script = (f"import importlib, sys, warnings\n"
+              f"with warnings.catch_warnings(record=True) as w:\n"
+              f"    warnings.simplefilter('always')\n"
+              f"    module = importlib.import_module({old!r})\n"
+              f"assert any('{old} moved to {new}' in str(x.message) for x in w), w\n"
+              f"assert module is importlib.import_module({new!r}) and module.__spec__.name == {new!r}\n"
+              # Jupyter's %autoreload reloads what sys.modules holds: the module stays itself, relative imports work
+              f"assert importlib.reload(module) is sys.modules[{new!r}]\n"
+              f"assert (module.__spec__.name, module.__package__) == ({new!r}, {new.rpartition('.')[0]!r})\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_the_chroma_server_answers_at_its_old_path():
+    from memkit.store import server
+
+    with pytest.warns(DeprecationWarning, match="moved to memkit.store.server"):
+        from memkit.models.server import ChromaServer
+    assert ChromaServer is server.ChromaServer

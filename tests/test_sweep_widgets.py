@@ -8,7 +8,7 @@ import pytest
 from memkit import FactStore, MemkitError, Memory, ReadOptions
 
 from memkit.lab import viz
-from memkit.lab.sweep import grid, parse_param, run_sweep, sweep_figure
+from memkit.eval.sweep import grid, parse_param, run_sweep, sweep_figure
 from memkit.lab.widgets import ConflictTimeline, LayerInspector, RecallExplorer
 
 NB7 = Path(__file__).parents[1] / "notebooks" / "07_strategies.ipynb"

@@ -1,4 +1,5 @@
-"""Evaluation: benchmark data, metrics and a runner that compares memory strategies (docs/architecture.md §5).
+"""Evaluation: benchmark data, metrics, a runner that compares memory strategies (docs/architecture.md §5) and
+sweeps of notebooks over a parameter grid (``sweep``).
 
 Names are imported on first use (PEP 562), so the command line's help does not wait for the runner's imports."""
 

@@ -27,8 +27,8 @@ def _bench_store(where: str) -> str:
 
 
 def _embed_cache(where: str) -> str | None:
-    """``--embed-cache``: a file, ``off``, or (empty) the default file of ``memkit/models/embed_cache.py``."""
-    from ..models.embed_cache import default_path
+    """``--embed-cache``: a file, ``off``, or (empty) the default file of ``memkit/store/embed_cache.py``."""
+    from ..store.embed_cache import default_path
 
     if where == "off":
         return None

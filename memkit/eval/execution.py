@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from ..errors import ConfigError
-from ..read.passages import PASSAGE_TOKENS
+from ..store.passages import PASSAGE_TOKENS
 from .conversation import run_conversation, scoped
 
 Job = tuple[Any, str, list[int]]  # (conversation, strategy, budgets)
@@ -46,7 +46,7 @@ class StoreSpec:
 
         embedder: Any = shared_embedder(self.embedder)
         if self.embed_cache:
-            from ..models.embed_cache import cached
+            from ..store.embed_cache import cached
 
             embedder = cached(embedder, self.embed_cache)
         return FactStore.from_url(self.where, embedder, namespace=self.namespace or "memkit")
@@ -109,7 +109,7 @@ def run_job(spec: StoreSpec, job: Job, kwargs: dict[str, Any], threads: int | di
 def warm_job(spec: StoreSpec, texts: Sequence[str], threads: int | dict[str, int] = 0) -> int:
     """Embed ``texts`` into the spec's cache (a worker's share of the warm-up); how many were embedded."""
     from ..models.embed import shared_embedder
-    from ..models.embed_cache import cached
+    from ..store.embed_cache import cached
 
     _worker(threads, spec.embedder)
     c = cached(shared_embedder(spec.embedder), spec.embed_cache)
@@ -208,7 +208,7 @@ def run_jobs(todo: Sequence[Job], where: Any, kwargs: dict[str, Any], jobs: int 
     one_machine = not scheduler or len(threads) == 1
     if spec is not None and spec.embed_cache and one_machine and pending:
         from ..models.embed import shared_embedder
-        from ..models.embed_cache import cached
+        from ..store.embed_cache import cached
 
         texts = cached(shared_embedder(spec.embedder), spec.embed_cache).missing(texts_to_embed([todo[i] for i in pending], passage_tokens))
     else:

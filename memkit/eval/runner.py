@@ -10,7 +10,7 @@ import pandas as pd
 
 from .. import registry
 from ..errors import ConfigError
-from ..read.passages import PASSAGE_TOKENS
+from ..store.passages import PASSAGE_TOKENS
 from ..store import FactStore
 from ..strategies import budget_free
 from .conversation import KEYS

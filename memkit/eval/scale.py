@@ -29,7 +29,7 @@ from ..store.chroma import MAX_USERS
 from ..read.budget import episode_depth, profile_rows, profile_share
 from .stats import ratio_interval
 from ..memory import Memory
-from ..models.server import ChromaServer
+from ..store.server import ChromaServer
 from ..types import Episode, Fact
 
 SUBJECTS = ["User", "User's team", "User's sister", "User's manager", "User's client"]

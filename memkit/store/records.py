@@ -34,7 +34,7 @@ CREATE INDEX IF NOT EXISTS episodes_session ON episodes(owner, session_id, pos)"
 CREATE INDEX episodes_extract ON episodes(extract) WHERE extract = 1;
 CREATE TABLE waiting_writes (seq INTEGER PRIMARY KEY AUTOINCREMENT, owner TEXT NOT NULL, user_id TEXT NOT NULL,
   time REAL, candidates TEXT NOT NULL)""",
-        # the passage size a turn is indexed at (0: whole; memkit/read/passages.py), and turns by time (a question's
+        # the passage size a turn is indexed at (0: whole; memkit/store/passages.py), and turns by time (a question's
         # timeframe, memkit/read/timeframe.py)
         """ALTER TABLE episodes ADD COLUMN passage_tokens INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX episodes_time ON episodes(owner, time)""",

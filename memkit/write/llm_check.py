@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..errors import ExtractionError, ModelUnavailable
-from ..write.extract import FACTS_SCHEMA, LLMExtractor
-from .llm import LEVELS, OpenAIChat
+from .extract import FACTS_SCHEMA, LLMExtractor
+from ..models.llm import LEVELS, OpenAIChat
 
 # the sample turn and the values a usable extractor finds in it (the rule extractor finds both)
 SAMPLE = "I prefer metric units, and I live in Oslo."

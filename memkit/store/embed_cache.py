@@ -24,9 +24,9 @@ import numpy as np
 
 from chromadb.api.types import EmbeddingFunction
 
-from .embed import identity
+from ..models.embed import identity
 from ..errors import CacheUnavailable
-from ..store.sql import connect_sqlite
+from .sql import connect_sqlite
 
 MAX_ITEMS = 500_000  # about 0.8 GB of 384-d vectors
 # A hit refreshes its row's use time only when the last refresh is older than this: eviction is least recently

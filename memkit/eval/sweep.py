@@ -14,7 +14,7 @@ import plotly.express as px
 
 from ..errors import ConfigError, MemkitError
 from ..validate import out_dir
-from .viz import write_page
+from ..lab.viz import write_page
 
 
 def parse_param(spec: str) -> tuple[str, list[Any]]:
@@ -80,7 +80,7 @@ def run_sweep(notebook: str | Path, params: dict[str, Sequence[Any]], out: str |
 
     if importlib.util.find_spec("papermill") is None:
         raise ConfigError("memkit sweep runs notebooks with papermill: pip install 'memkit-lab[notebooks]'")
-    from ..eval.execution import execute
+    from .execution import execute
 
     notebook, out = Path(notebook).resolve(), Path(out)
     if not notebook.is_file():
