@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -117,8 +117,20 @@ def query(value: Any) -> str:
     return value
 
 
+def as_date(t: float) -> datetime:
+    """The calendar moment of a time, in UTC: memkit reads and writes dates in one explicit zone, so a context
+    reads the same on every machine (docs/usage.md, "Times")."""
+    return datetime.fromtimestamp(t, tz=timezone.utc)
+
+
+def epoch(d: datetime) -> float:
+    """Seconds since the epoch of a ``datetime``; one without a zone is read as UTC (not the machine's zone)."""
+    return (d if d.tzinfo is not None else d.replace(tzinfo=timezone.utc)).timestamp()
+
+
 def timestamp(value: Any) -> float | None:
-    """A turn time: None (now), seconds since the epoch as a finite number, or a ``datetime``."""
+    """A turn time: None (now), seconds since the epoch as a finite number, or a ``datetime`` (UTC when it
+    names no zone)."""
     return None if value is None else time_point("time", value)
 
 
@@ -127,7 +139,7 @@ def time_point(name: str, value: Any) -> float:
     as "yesterday") is ``InvalidArgument``."""
     if isinstance(value, datetime):
         try:
-            value = value.timestamp()
+            value = epoch(value)
         except (OverflowError, ValueError, OSError):
             raise InvalidArgument(f"{name} {value!r} cannot be read as a time") from None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):

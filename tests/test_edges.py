@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import subprocess
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -662,3 +664,33 @@ def test_an_interrupted_pool_cancels_its_queued_calls_and_ends_its_running_ones(
     while not all(f.done() for f in futures) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert all(f.cancelled() or f.exception() is not None for f in futures)
+
+
+TZ_SCRIPT = """
+import json
+from datetime import datetime
+from memkit import FactStore, Memory
+from memkit.eval.data import timestamp
+m = Memory(store=FactStore.ephemeral())
+m.observe("u", "s1", "user", "I started at the clinic.", time=datetime(2023, 5, 8, 23, 30))
+m.observe("u", "s2", "user", "We watched the fireworks together.", time=1703807999.0)  # 28 Dec 2023, 23:59:59 UTC
+m.observe("u", "s3", "user", "Ann brought a cake.", time=timestamp("30.12.2023, 22:42:04"))
+for s in ("s1", "s2", "s3"):
+    m.end_session("u", s)
+out = [m.context("u", "s9", q, budget=300, now=1704242000.0).text
+       for q in ("When did I start at the clinic?", "What did we watch last week?", "What happened in December?")]
+print(json.dumps(out))
+"""
+
+
+def test_a_context_reads_the_same_in_every_time_zone():
+    """Dates are read and written in UTC (a naive datetime or a dataset's time included), not in the machine's
+    zone: the same memory gives the same context in Tokyo, in Los Angeles and in UTC."""
+    texts = {}
+    for zone in ("UTC", "Asia/Tokyo", "America/Los_Angeles"):
+        done = subprocess.run([sys.executable, "-c", TZ_SCRIPT], capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "TZ": zone})
+        assert done.returncode == 0, done.stderr[-2000:]
+        texts[zone] = done.stdout
+    assert "28 December 2023" in texts["UTC"] and "30 December 2023" in texts["UTC"]
+    assert texts["Asia/Tokyo"] == texts["UTC"] == texts["America/Los_Angeles"]

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import DatasetError
+from ..validate import epoch
 
 
 
@@ -162,7 +163,7 @@ def timestamp(value: str | None) -> float | None:
         return None
     for fmt in (None, "%I:%M %p on %d %B, %Y", "%Y/%m/%d (%a) %H:%M", "%d.%m.%Y, %H:%M:%S", "%B-%d-%Y"):
         try:
-            return (datetime.fromisoformat(value) if fmt is None else datetime.strptime(value, fmt)).timestamp()
+            return epoch(datetime.fromisoformat(value) if fmt is None else datetime.strptime(value, fmt))
         except ValueError:
             continue
     return None

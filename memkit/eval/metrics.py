@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import unicodedata
@@ -12,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..types import Context, Event, EventKind, Fact
-from .data import Conversation
+from .data import Conversation, DSession
 
 OPS = ("ADD", "UPDATE", "DELETE", "NOOP")
 
@@ -51,7 +52,6 @@ def covered_turns(ctx: Context, conv: Conversation, evidence: Iterable[str]) -> 
 
 
 SHOWN_TURNS = ("episodes", "turns")  # the parts whose items are turns shown in the context
-_SAID_BY: dict[int, tuple[Conversation, dict[str, int]]] = {}
 
 
 def _own_sentences(content: str) -> set[str]:
@@ -59,18 +59,18 @@ def _own_sentences(content: str) -> set[str]:
 
 
 def _said_by(conv: Conversation) -> dict[str, int]:
-    """How many turns of ``conv`` say each sentence (cached per conversation object)."""
-    hit = _SAID_BY.get(id(conv))
-    if hit is not None and hit[0] is conv:
-        return hit[1]
+    """How many turns of ``conv`` say each sentence (cached by the conversation's sessions, a value: a cache
+    keyed by an object's id answers for another object that reuses a freed one's id)."""
+    return _said_by_sessions(conv.sessions)
+
+
+@functools.lru_cache(maxsize=256)
+def _said_by_sessions(sessions: tuple[DSession, ...]) -> dict[str, int]:
     counts: dict[str, int] = {}
-    for s in conv.sessions:
+    for s in sessions:
         for t in s.turns:
             for x in _own_sentences(t.content):
                 counts[x] = counts.get(x, 0) + 1
-    if len(_SAID_BY) > 256:
-        _SAID_BY.clear()
-    _SAID_BY[id(conv)] = (conv, counts)
     return counts
 
 

@@ -6,6 +6,7 @@ from datetime import datetime
 
 from ..memory import Memory
 from ..types import Context
+from ..validate import epoch
 
 USER = "demo-user"
 TUESDAY = [
@@ -22,7 +23,7 @@ FRIDAY_QUESTION = "How far should my long run be this Saturday?"
 
 
 def _ts(day: str) -> float:
-    return datetime.fromisoformat(day).timestamp()
+    return epoch(datetime.fromisoformat(day))
 
 
 def play(memory: Memory | None = None, budget: int = 400) -> tuple[Memory, Context, Context]:

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import functools
 import re
-from datetime import datetime
 from typing import Sequence
 
 from ..models import tokens
 from ..types import Episode
+from ..validate import as_date
 
 
 @functools.lru_cache(maxsize=4096)  # a read labels each candidate's date, and the same turns come back read after read
@@ -19,7 +19,7 @@ def date_label(t: float) -> str:
     """A session date as people write it: ``8 May 2023``; a stored time no calendar can write (one kept before
     times were checked at ``observe``) reads ``unknown date`` and never fails the read."""
     try:
-        d = datetime.fromtimestamp(t)
+        d = as_date(t)
     except (OverflowError, ValueError, OSError):
         return "unknown date"
     return f"{d.day} {d.strftime('%B %Y')}"

@@ -9,7 +9,9 @@ from __future__ import annotations
 import calendar
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
+
+from ..validate import as_date, epoch
 
 DAY = 86400.0
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
@@ -92,7 +94,7 @@ def _named_date(q: str) -> Timeframe | None:
     if found is not None:
         phrase, year, month, day = found
         try:
-            d = datetime(int(year), int(month), int(day))
+            d = datetime(int(year), int(month), int(day), tzinfo=timezone.utc)
         except ValueError:
             return None
         return Timeframe(phrase, (d - timedelta(days=DATE_MARGIN)).timestamp(),
@@ -100,8 +102,8 @@ def _named_date(q: str) -> Timeframe | None:
     m = _MONTH_YEAR.search(q)
     if m:
         year, month = int(m.group(2)), _ABBREVIATED[m.group(1)]
-        return Timeframe(m.group(0), datetime(year, month, 1).timestamp(),
-                         datetime(year + (month == 12), month % 12 + 1, 1).timestamp())
+        return Timeframe(m.group(0), epoch(datetime(year, month, 1)),
+                         epoch(datetime(year + (month == 12), month % 12 + 1, 1)))
     return None
 
 
@@ -122,7 +124,7 @@ def _numeric_date(q: str) -> tuple[str, str, str, str] | None:
 
 def _last(phrase: str, now: float) -> Timeframe:
     """Yesterday, last week / weekend / month / year, this or past week / month / year."""
-    d = datetime.fromtimestamp(now)
+    d = as_date(now)
     midnight = d.replace(hour=0, minute=0, second=0, microsecond=0)
     if phrase == "yesterday":
         return Timeframe(phrase, (midnight - timedelta(days=1)).timestamp(), midnight.timestamp())
@@ -138,17 +140,15 @@ def _last(phrase: str, now: float) -> Timeframe:
         first = midnight.replace(day=1)
         start = (first - timedelta(days=1)).replace(day=1)
         return Timeframe(phrase, start.timestamp(), first.timestamp())
-    return Timeframe(phrase, datetime(d.year - 1, 1, 1).timestamp(), datetime(d.year, 1, 1).timestamp())
+    return Timeframe(phrase, epoch(datetime(d.year - 1, 1, 1)), epoch(datetime(d.year, 1, 1)))
 
 
 def _month(phrase: str, month: int, now: float) -> Timeframe:
-    d = datetime.fromtimestamp(now)
+    d = as_date(now)
     year = d.year if month <= d.month else d.year - 1
-    start = datetime(year, month, 1)
-    end = datetime(year + (month == 12), month % 12 + 1, 1)
-    return Timeframe(phrase, start.timestamp(), end.timestamp())
+    return Timeframe(phrase, epoch(datetime(year, month, 1)), epoch(datetime(year + (month == 12), month % 12 + 1, 1)))
 
 
 def _date(t: float | None) -> str:
-    d = datetime.fromtimestamp(t or 0.0)
+    d = as_date(t or 0.0)
     return f"{d.day} {d.strftime('%b %Y')}"
