@@ -190,3 +190,12 @@ def test_the_chroma_server_answers_at_its_old_path():
     with pytest.warns(DeprecationWarning, match="moved to memkit.store.server"):
         from memkit.models.server import ChromaServer
     assert ChromaServer is server.ChromaServer
+
+
+@pytest.mark.parametrize("limit", [60])
+def test_no_function_over_its_size(limit):
+    """A function a reader can hold at once: over 60 lines, it is split into its steps (classes and modules have
+    their own limits above)."""
+    sizes = {f"{p.relative_to(ROOT)}:{n.name}": n.end_lineno - n.lineno + 1 for p in ROOT.rglob("*.py")
+             for n in ast.walk(ast.parse(p.read_text())) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    assert len(sizes) > 500 and {f: n for f, n in sizes.items() if n > limit} == {}

@@ -14,6 +14,7 @@ Written before any retrieval change for this shape, and never tuned against: the
 from __future__ import annotations
 
 import random
+from types import SimpleNamespace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -221,7 +222,21 @@ def _answer(rng: random.Random, kind: str, x: str, said: str | None) -> str:
 
 
 def _conversation(i: int, rng: random.Random, sessions: int = 20) -> dict[str, Any]:
+    """One user-assistant history: its plan, its sessions and its probes (every draw from ``rng`` in one fixed
+    order: the seed is the suite)."""
     user = f"asst{i:02d}"
+    h = _history(rng, sessions)
+    out_sessions, said_facts, evidence, task_of = _assistant_sessions(rng, h, sessions)
+    probes = _assistant_probes(rng, h, evidence, said_facts, task_of, sessions)
+    return {"id": user, "user_id": user, "sessions": out_sessions,
+            "probes": [{"id": f"{user}:q{j}", "after_session": out_sessions[-1]["id"], "time": h.question_time.isoformat(),
+                        "question": q, "answer": a, "evidence": ev, "type": t, **({"old_answer": old} if old else {})}
+                       for j, (t, q, a, ev, old) in enumerate(probes)]}
+
+
+def _history(rng: random.Random, sessions: int) -> SimpleNamespace:
+    """The user's values and changes, and which session says what: facts in the first half, updates in the
+    second, two preferences, two items the assistant said; the sessions' times and the question's."""
     start = datetime(2024, 1, 8, 9, 0) + timedelta(days=rng.randint(0, 90))
     species, names = rng.choice(PETS)
     job_old, job_new = rng.sample(JOBS, 2)
@@ -237,8 +252,6 @@ def _conversation(i: int, rng: random.Random, sessions: int = 20) -> dict[str, A
         updates = [facts[0]]
     diet, style = rng.choice(DIETS), rng.choice(STYLES)
     said_kinds = rng.sample(list(SAID), 2)
-
-    # which session says what: facts in the first half, updates in the second, two items the assistant said
     plan: dict[int, list[tuple[str, str]]] = {}
     for k in facts:
         plan.setdefault(rng.randint(0, sessions // 2), []).append(("fact", k))
@@ -247,29 +260,37 @@ def _conversation(i: int, rng: random.Random, sessions: int = 20) -> dict[str, A
     plan.setdefault(rng.randint(0, sessions - 3), []).append(("pref", diet[0]))
     plan.setdefault(rng.randint(0, sessions - 3), []).append(("pref", style[0]))
     said_at = {rng.randint(0, sessions - 2): kind for kind in said_kinds}
-
     times = [start]
     for _ in range(sessions - 1):
         times.append(times[-1] + timedelta(days=rng.randint(3, 8), hours=rng.randint(-3, 3)))
-    question_time = times[-1] + timedelta(days=rng.randint(1, 4))
-    out_sessions, probes, said_facts, evidence = [], [], [], {}
+    return SimpleNamespace(values=values, colleague=colleague, updates=updates, diet=diet, style=style, plan=plan,
+                           said_at=said_at, times=times, question_time=times[-1] + timedelta(days=rng.randint(1, 4)),
+                           changes={"city": (city_old, city_new), "job": (job_old, job_new), "car": (car_old, car_new)})
+
+
+def _assistant_sessions(rng: random.Random, h: SimpleNamespace, sessions: int) -> tuple[list, list, dict, dict]:
+    """Each session: a task, the user's asides in its request, the assistant's long answer (holding what it
+    said, when it says something), sometimes a follow-up. Also what the assistant said, where each aside is, and
+    each session's task."""
+    values = h.values
+    out_sessions, said_facts, evidence = [], [], {}
     task_of: dict[int, tuple[str, str, str]] = {}
     for si in range(sessions):
         sid = f"s{si + 1}"
-        kind, request_t, pool = rng.choice(TASKS) if si not in said_at else next(t for t in TASKS if t[0] == said_at[si])
+        kind, request_t, pool = rng.choice(TASKS) if si not in h.said_at else next(t for t in TASKS if t[0] == h.said_at[si])
         x = rng.choice(pool)
         task_of[si] = (kind, x, request_t.format(x=x))
         asides = []
-        for what, k in plan.get(si, []):
+        for what, k in h.plan.get(si, []):
             if what == "fact":
-                v = {**values, "name": colleague} if k == "colleague" else values
+                v = {**values, "name": h.colleague} if k == "colleague" else values
                 asides.append((rng.choice(FACT_T[k]).format(**v), what, k))
             elif what == "update":
-                old, new = {"city": (city_old, city_new), "job": (job_old, job_new), "car": (car_old, car_new)}[k]
+                old, new = h.changes[k]
                 asides.append((rng.choice(UPDATE_T[k]).format(old=old, new=new), what, k))
                 values[k] = new
             else:
-                asides.append((diet[1] if k == diet[0] else style[1], what, k))
+                asides.append((h.diet[1] if k == h.diet[0] else h.style[1], what, k))
         turns: list[dict[str, str]] = []
         text = task_of[si][2]
         if asides:
@@ -279,8 +300,8 @@ def _conversation(i: int, rng: random.Random, sessions: int = 20) -> dict[str, A
         for _, what, k in asides:
             evidence.setdefault((what, k), []).append((si, f"{sid}:1", dict(values)))
         said = None
-        if si in said_at:
-            template, question, options = SAID[said_at[si]]
+        if si in h.said_at:
+            template, question, options = SAID[h.said_at[si]]
             v = rng.choice(options)
             said = template.format(x=x, v=v)
             said_facts.append((question.format(x=x), v, f"{sid}:2"))
@@ -288,37 +309,38 @@ def _conversation(i: int, rng: random.Random, sessions: int = 20) -> dict[str, A
         if rng.random() < 0.5:
             turns.append({"id": f"{sid}:3", "role": "user", "content": rng.choice(FOLLOW_UPS)})
             turns.append({"id": f"{sid}:4", "role": "assistant", "content": _answer(rng, kind, x, None)})
-        out_sessions.append({"id": sid, "time": times[si].isoformat(), "turns": turns})
+        out_sessions.append({"id": sid, "time": h.times[si].isoformat(), "turns": turns})
+    return out_sessions, said_facts, evidence, task_of
 
-    qtime = question_time.isoformat()
+
+def _assistant_probes(rng: random.Random, h: SimpleNamespace, evidence: dict, said_facts: list, task_of: dict,
+                      sessions: int) -> list[tuple[str, str, str, list[str], str | None]]:
+    """(type, question, answer, evidence, old answer) of each probe: facts, updates, preferences, what the
+    assistant said, and two time questions (what the user asked about N weeks before the question time)."""
+    probes = []
     for (what, k), where in evidence.items():
         si, tid, v = where[0]
         if what == "fact":
             q, a = QUESTIONS[k]
-            vals = {**v, "name": colleague} if k == "colleague" else v
-            if k in updates:  # asked about after the update below
+            vals = {**v, "name": h.colleague} if k == "colleague" else v
+            if k in h.updates:  # asked about after the update below
                 continue
             probes.append(("single-session-user", q.format(**vals), a.format(**vals), [tid], None))
         elif what == "update":
-            old = {"city": city_old, "job": job_old, "car": car_old}[k]
-            probes.append(("knowledge-update", UPDATE_Q[k], where[-1][2][k], [where[-1][1]], old))
+            probes.append(("knowledge-update", UPDATE_Q[k], where[-1][2][k], [where[-1][1]], h.changes[k][0]))
         else:
             q, a = PREF_Q[k]
             probes.append(("single-session-preference", q, a, [tid], None))
     for question, v, tid in said_facts:
         probes.append(("single-session-assistant", question, v, [tid], None))
-    # temporal: what the user asked about N weeks before the question time (the session nearest that date)
-    for days, phrase in rng.sample(RELATIVE, 2):
-        target = question_time - timedelta(days=days)
-        si = min(range(sessions), key=lambda j: abs((times[j] - target).total_seconds()))
-        if abs((times[si] - target).days) > 2:
+    for days, phrase in rng.sample(RELATIVE, 2):  # the session nearest that date
+        target = h.question_time - timedelta(days=days)
+        si = min(range(sessions), key=lambda j: abs((h.times[j] - target).total_seconds()))
+        if abs((h.times[si] - target).days) > 2:
             continue
         kind, x, _ = task_of[si]
         probes.append(("temporal-reasoning", f"What did I ask you to help me with {phrase}?", x, [f"s{si + 1}:1"], None))
-    return {"id": user, "user_id": user, "sessions": out_sessions,
-            "probes": [{"id": f"{user}:q{j}", "after_session": out_sessions[-1]["id"], "time": qtime, "question": q,
-                        "answer": a, "evidence": ev, "type": t, **({"old_answer": old} if old else {})}
-                       for j, (t, q, a, ev, old) in enumerate(probes)]}
+    return probes
 
 
 def generate_assistant(seed: int = 0, conversations: int = 10, sessions: int = 20) -> list[dict[str, Any]]:

@@ -6,7 +6,7 @@ import argparse
 import json
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from ..validate import out_dir
 from .data import SUITES
@@ -57,59 +57,12 @@ def positive(text: str) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    import pandas as pd
-
-    from ..errors import DatasetError
-    from .. import registry
-    from ..lab.viz import recall_by_type, strategy_comparison, write_page
-    from .datasets import describe, expand, guess_format, load
-    from ..store.base import parse_store_url
-    from .metrics import PROBE_MEASURES, RUN_MEASURES
     from .runner import run
 
-    paths = args.data if isinstance(args.data, list) else [args.data]
-    files = expand(paths)
-    fmt = args.format or guess_format(files[0])
-    convs = [c for p in files for c in load(p, fmt)]
-    if not convs:
-        raise DatasetError(f"{' '.join(paths)} holds no conversations")
-    if not any(c.probes for c in convs):
-        raise DatasetError(f"{' '.join(paths)} holds {len(convs)} conversations and no probes: nothing to measure "
-                           "(each needs questions with evidence: docs/architecture.md §5)")
-    if args.limit:
-        convs = convs[: args.limit]
-    counted = describe(convs)
-    if counted:
-        print(f"{len(convs)} conversations ({fmt}): {counted}")
+    paths, fmt, convs = _conversations(args)
     strategies = [s.strip() for given in args.strategy or DEFAULT_STRATEGIES for s in given.split(",") if s.strip()]
-    judge_model = None
-    if args.judge:
-        from ..config import Settings
-        from ..errors import ConfigError
-
-        judge_model = Settings.from_env().chat_model()
-        if judge_model is None:
-            raise ConfigError("--judge needs a chat model: set MEMKIT_LLM_BASE_URL and MEMKIT_LLM_MODEL")
-    options: dict = {"profile_tokens": args.profile_tokens}
-    # what runs on the configured model: the llm policy, and the extractor and summarizer when named so
-    on_model = [s for s in strategies if registry.needs_model("strategy", s)] + \
-        [f"--{kind} {name}" for kind, name in (("extractor", args.extractor), ("summarizer", args.summarizer))
-         if registry.needs_model(kind, name)]
-    model = None
-    if on_model:
-        from ..config import Settings
-        from ..errors import ConfigError
-
-        model = Settings.from_env().chat_model()
-        if model is None:
-            raise ConfigError(f"{' and '.join(on_model)} need a chat model: set MEMKIT_LLM_BASE_URL and MEMKIT_LLM_MODEL")
-        options["chat_model"] = model
-    if args.extractor != "rules" or args.summarizer != "extractive":
-        # one registry builds both (memkit/registry.py): a name another package registered works too
-        for kind, name in (("extractor", args.extractor), ("summarizer", args.summarizer)):
-            options[kind] = registry.build(kind, name, **({"model": model} if registry.needs_model(kind, name) else {}))
-    if args.floor is not None:
-        options["min_score"] = args.floor
+    judge_model = _chat_model("--judge") if args.judge else None
+    options = _memory_options(args, strategies)
     budgets = _budgets(args.budget)
     out = out_dir(args.out)  # before the run: an unwritable folder fails at once, not after it
     store = _bench_store(args.store)
@@ -130,6 +83,83 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(f"\ninterrupted: {saved} jobs saved in {out / 'parts'}; rerun the same command with --resume to "
               "finish the others", file=sys.stderr)
         return 130
+    from ..store.base import parse_store_url
+
+    record = {"command": _command(getattr(args, "argv", [])), "data": paths if len(paths) > 1 else paths[0],
+              "format": fmt, "conversations": len(convs), "strategies": strategies,
+              "budget": budgets if len(budgets) > 1 else budgets[0], "k": args.k,
+              "store": "ephemeral" if parse_store_url(store)[0] == "memory" else "postgres",
+              "jobs": args.jobs, "recycle": args.recycle, "scheduler": args.scheduler, "embed_cache": cache,
+              "embedder": args.embedder, "extractor": args.extractor, "summarizer": args.summarizer,
+              **{k: v for k, v in options.items() if k not in ("chat_model", "extractor", "summarizer")}}
+    _write_bench(out, results, summary, confusion, strategies, record)
+    return 0
+
+
+def _conversations(args: argparse.Namespace) -> tuple[list[str], str, list]:
+    """``--data``, ``--format`` and ``--limit``: the paths as given, the format and the conversations."""
+    from ..errors import DatasetError
+    from .datasets import describe, expand, guess_format, load
+
+    paths = args.data if isinstance(args.data, list) else [args.data]
+    files = expand(paths)
+    fmt = args.format or guess_format(files[0])
+    convs = [c for p in files for c in load(p, fmt)]
+    if not convs:
+        raise DatasetError(f"{' '.join(paths)} holds no conversations")
+    if not any(c.probes for c in convs):
+        raise DatasetError(f"{' '.join(paths)} holds {len(convs)} conversations and no probes: nothing to measure "
+                           "(each needs questions with evidence: docs/architecture.md §5)")
+    if args.limit:
+        convs = convs[: args.limit]
+    counted = describe(convs)
+    if counted:
+        print(f"{len(convs)} conversations ({fmt}): {counted}")
+    return paths, fmt, convs
+
+
+def _chat_model(what: str) -> Any:
+    """The configured chat model (``MEMKIT_LLM_*``), which ``what`` needs; ``ConfigError`` when none is."""
+    from ..config import Settings
+    from ..errors import ConfigError
+
+    model = Settings.from_env().chat_model()
+    if model is None:
+        raise ConfigError(f"{what} {'needs' if what == '--judge' else 'need'} a chat model: set MEMKIT_LLM_BASE_URL "
+                          "and MEMKIT_LLM_MODEL")
+    return model
+
+
+def _memory_options(args: argparse.Namespace, strategies: list[str]) -> dict[str, Any]:
+    """What the strategies' memories are built with: the profile's tokens, the floor, and the extractor,
+    summarizer and chat model when a strategy or ``--extractor``/``--summarizer`` names one that needs it."""
+    from .. import registry
+
+    options: dict[str, Any] = {"profile_tokens": args.profile_tokens}
+    # what runs on the configured model: the llm policy, and the extractor and summarizer when named so
+    on_model = [s for s in strategies if registry.needs_model("strategy", s)] + \
+        [f"--{kind} {name}" for kind, name in (("extractor", args.extractor), ("summarizer", args.summarizer))
+         if registry.needs_model(kind, name)]
+    model = None
+    if on_model:
+        model = options["chat_model"] = _chat_model(" and ".join(on_model))
+    if args.extractor != "rules" or args.summarizer != "extractive":
+        # one registry builds both (memkit/registry.py): a name another package registered works too
+        for kind, name in (("extractor", args.extractor), ("summarizer", args.summarizer)):
+            options[kind] = registry.build(kind, name, **({"model": model} if registry.needs_model(kind, name) else {}))
+    if args.floor is not None:
+        options["min_score"] = args.floor
+    return options
+
+
+def _write_bench(out: Path, results: Any, summary: Any, confusion: Any, strategies: list[str],
+                 record: dict[str, Any]) -> None:
+    """A run's files (results, summary, confusion, compare, plot.html, run.json) and its console tables."""
+    import pandas as pd
+
+    from ..lab.viz import recall_by_type, strategy_comparison, write_page
+    from .metrics import PROBE_MEASURES, RUN_MEASURES
+
     results.to_csv(out / "results.csv", index=False)
     summary.to_csv(out / "summary.csv", index=False)
     confusion.to_csv(out / "confusion.csv", index=False)
@@ -141,13 +171,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         pairs.to_csv(out / "compare.csv", index=False)
         written += ", compare.csv"
     write_page(strategy_comparison(summary), out / "plot.html")
-    (out / "run.json").write_text(json.dumps({"command": _command(getattr(args, "argv", [])), "data": paths if len(paths) > 1 else paths[0], "format": fmt, "conversations": len(convs),
-                                              "strategies": strategies, "budget": budgets if len(budgets) > 1 else budgets[0], "k": args.k,
-                                              "store": "ephemeral" if parse_store_url(store)[0] == "memory" else "postgres",
-                                              "jobs": args.jobs, "recycle": args.recycle, "scheduler": args.scheduler, "embed_cache": cache,
-                                              "embedder": args.embedder, "extractor": args.extractor, "summarizer": args.summarizer,
-                                              **{k: v for k, v in options.items()
-                                                 if k not in ("chat_model", "extractor", "summarizer")}}, indent=2))
+    (out / "run.json").write_text(json.dumps(record, indent=2))
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         # session-level recall only where the data names answer sessions (LongMemEval)
         shown = ["strategy", "budget", *(m.name for m in PROBE_MEASURES + RUN_MEASURES if m.shown and m.name in summary
@@ -161,7 +185,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(shown[["budget", "strategy_a", "strategy_b", "difference", "ci_low", "ci_high", "p_value", "verdict"]]
               .round(3).to_string(index=False))
     print(f"\nwrote {out}/{written}")
-    return 0
 
 
 @contextmanager
@@ -274,6 +297,13 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """The benchmark commands: ``generate``, ``bench``, ``bench-scale``, ``bench-embed``."""
+    _register_generate(sub)
+    _register_bench(sub)
+    _register_scale(sub)
+
+
+def _register_generate(sub: argparse._SubParsersAction) -> None:
     g = sub.add_parser("generate", help="write a benchmark suite (memkit JSONL) from a seed")
     g.add_argument("--suite", choices=list(SUITES), default="chats",
                    help="first: persona facts among small talk (data/suite.jsonl is seed 7, 60 conversations); "
@@ -286,6 +316,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--out", required=True, help="the JSONL file to write")
     g.set_defaults(func=cmd_generate)
 
+
+def _register_bench(sub: argparse._SubParsersAction) -> None:
     b = sub.add_parser("bench", help="compare memory strategies on a benchmark file")
     b.add_argument("--data", required=True, nargs="+", metavar="PATH",
                    help="memkit JSONL, locomo10.json, longmemeval_*.json, REALTALK Chat_*.json files or their "
@@ -334,6 +366,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "for text that is not English; several times slower: pip install 'memkit-lab[e5]')")
     b.add_argument("--out", required=True, help="folder for results.csv, summary.csv, plot.html (and parts/)")
     b.set_defaults(func=cmd_bench)
+
+
+def _register_scale(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("bench-scale", help="the read and write paths users call, as users and items grow")
     s.add_argument("--size", action="append", default=None,
                    help=f"USERSxITEMS per user; repeat (default: {' '.join(DEFAULT_SIZES)})")

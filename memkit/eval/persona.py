@@ -9,6 +9,7 @@ data/README.md says what each probe type tests.
 from __future__ import annotations
 
 import random
+from types import SimpleNamespace
 from datetime import datetime, timedelta
 
 NAMES = ["Lena", "Omar", "Priya", "Mateo", "Yuki", "Sven", "Amara", "Tomas", "Ines", "Kofi", "Hana", "Leo"]
@@ -72,7 +73,17 @@ ABSENT = [("What is my favorite food?", "food"), ("What car do I drive?", "car")
 
 
 def conversation(rng: random.Random, n: int, sessions: int = 12) -> dict:
+    """One conversation of the first suite: a persona, the sessions that state and change its facts among small
+    talk, and the probes that ask for them (every draw from ``rng`` in one fixed order: the seed is the suite)."""
     user = f"user{n:03d}"
+    p = _persona(rng)
+    plan, change, s_units = _plan(rng, p)
+    out_sessions, ops, where = _sessions(rng, plan, sessions)
+    probes = _probes(rng, user, p, where, change, s_units, f"s{sessions}", sessions)
+    return {"id": f"c{n:03d}", "user_id": user, "sessions": out_sessions, "ops": ops, "probes": probes}
+
+
+def _persona(rng: random.Random) -> SimpleNamespace:
     zh = rng.random() < 0.25
     name = rng.choice(ZH_NAMES) if zh else rng.choice(NAMES)
     units = rng.choice(["metric", "imperial"])
@@ -83,46 +94,61 @@ def conversation(rng: random.Random, n: int, sessions: int = 12) -> dict:
     sister, brother = rng.sample(SIBLINGS, 2)
     job = rng.choice(JOBS)
     allergy, hobby, colour = rng.choice(ALLERGIES), rng.choice(HOBBIES), rng.choice(COLOURS)
-    other_units = "imperial" if units == "metric" else "metric"
-    unit_word = {"metric": "kilometres", "imperial": "miles"}
-    zh_units = {"metric": "公制", "imperial": "英制"}
+    return SimpleNamespace(zh=zh, name=name, units=units, lang_old=lang_old, lang_new=lang_new, city_old=city_old,
+                           city_new=city_new, animal=animal, pet=pet, sister=sister, brother=brother, job=job,
+                           allergy=allergy, hobby=hobby, colour=colour,
+                           other_units="imperial" if units == "metric" else "metric")
 
-    # (session index, text, op, slot) — statements of durable facts
+
+UNIT_WORD = {"metric": "kilometres", "imperial": "miles"}
+ZH_UNITS = {"metric": "公制", "imperial": "英制"}
+
+
+def _plan(rng: random.Random, p: SimpleNamespace) -> tuple[list[tuple[int, str, str, str]], str, int]:
+    """(session index, text, op, slot) of every statement of a durable fact, the way units change, and the
+    session they change in."""
     pick = rng.choice
     plan: list[tuple[int, str, str, str]] = [
-        (0, f"我叫{name}" if zh else pick(NAME_T).format(v=name), "ADD", "name"),
-        (0, f"我喜欢{zh_units[units]}单位" if zh else pick(UNITS_T).format(v=units, w=unit_word[units]), "ADD", "units"),
-        (rng.randint(0, 2), pick(LANG_T).format(v=lang_old), "ADD", "language"),
-        (rng.randint(0, 2), pick(CITY_T).format(v=city_old), "ADD", "city"),
-        (rng.randint(1, 3), pick(PET_T).format(a=animal, v=pet), "ADD", "pet"),
-        (rng.randint(1, 3), pick(SIB_T).format(r="sister", v=sister, j=job, p="she"), "ADD", "sister"),
-        (rng.randint(1, 3), pick(SIB_T).format(r="brother", v=brother, j=job, p="he"), "ADD", "brother"),
+        (0, f"我叫{p.name}" if p.zh else pick(NAME_T).format(v=p.name), "ADD", "name"),
+        (0, f"我喜欢{ZH_UNITS[p.units]}单位" if p.zh else pick(UNITS_T).format(v=p.units, w=UNIT_WORD[p.units]), "ADD",
+         "units"),
+        (rng.randint(0, 2), pick(LANG_T).format(v=p.lang_old), "ADD", "language"),
+        (rng.randint(0, 2), pick(CITY_T).format(v=p.city_old), "ADD", "city"),
+        (rng.randint(1, 3), pick(PET_T).format(a=p.animal, v=p.pet), "ADD", "pet"),
+        (rng.randint(1, 3), pick(SIB_T).format(r="sister", v=p.sister, j=p.job, p="she"), "ADD", "sister"),
+        (rng.randint(1, 3), pick(SIB_T).format(r="brother", v=p.brother, j=p.job, p="he"), "ADD", "brother"),
         (rng.randint(0, 3), pick(DOCKER_T), "ADD", "docker"),
-        (rng.randint(2, 4), pick(ALLERGY_T).format(v=allergy), "ADD", "allergy"),
-        (rng.randint(2, 5), pick(HOBBY_T).format(v=hobby, V=hobby.capitalize()), "ADD", "hobby"),
-        (rng.randint(2, 5), pick(COLOUR_T).format(v=colour, V=colour.capitalize()), "ADD", "colour"),
+        (rng.randint(2, 4), pick(ALLERGY_T).format(v=p.allergy), "ADD", "allergy"),
+        (rng.randint(2, 5), pick(HOBBY_T).format(v=p.hobby, V=p.hobby.capitalize()), "ADD", "hobby"),
+        (rng.randint(2, 5), pick(COLOUR_T).format(v=p.colour, V=p.colour.capitalize()), "ADD", "colour"),
     ]
     change = rng.choice(["direct", "reworded", "zh"])
     unit_change = {
-        "direct": f"Actually, switch me to {other_units} units from now on.",
-        "reworded": f"I don't want {units} units anymore, give me {unit_word[other_units]}.",
-        "zh": f"我现在改用{zh_units[other_units]}单位了",
+        "direct": f"Actually, switch me to {p.other_units} units from now on.",
+        "reworded": f"I don't want {p.units} units anymore, give me {UNIT_WORD[p.other_units]}.",
+        "zh": f"我现在改用{ZH_UNITS[p.other_units]}单位了",
     }[change]
     s_units, s_lang, s_city, s_docker = rng.randint(6, 9), rng.randint(5, 9), rng.randint(5, 9), rng.randint(5, 9)
     plan += [(s_units, unit_change, "UPDATE", "units"),
-             (s_lang, f"We moved from {lang_old} to {lang_new}." if rng.random() < 0.7 else f"我们现在改用 {lang_new} 了",
-              "UPDATE", "language"),
-             (s_city, pick(CITY_CHANGE_T).format(v=city_new), "UPDATE", "city"),
+             (s_lang, f"We moved from {p.lang_old} to {p.lang_new}." if rng.random() < 0.7
+              else f"我们现在改用 {p.lang_new} 了", "UPDATE", "language"),
+             (s_city, pick(CITY_CHANGE_T).format(v=p.city_new), "UPDATE", "city"),
              (s_docker, pick(DOCKER_OFF_T), "UPDATE", "docker"),
-             (rng.randint(4, 10), f"Like I said, I prefer {other_units if s_units < 10 else units} units.", "NOOP", "units-repeat")]
-    plan = [p for p in plan if not (p[3] == "units-repeat" and p[0] <= s_units)]
+             (rng.randint(4, 10), f"Like I said, I prefer {p.other_units if s_units < 10 else p.units} units.", "NOOP",
+              "units-repeat")]
+    return [x for x in plan if not (x[3] == "units-repeat" and x[0] <= s_units)], change, s_units
 
+
+def _sessions(rng: random.Random, plan: list[tuple[int, str, str, str]], sessions: int
+              ) -> tuple[list[dict], list[dict], dict[str, list[tuple[int, str]]]]:
+    """The sessions (each planned statement among small talk, each user turn answered), the gold operations and
+    where each slot was stated."""
     start = datetime(2026, 1, 5, 9, 0) + timedelta(days=rng.randint(0, 60))
     out_sessions, ops, where = [], [], {}
     for si in range(sessions):
         sid = f"s{si + 1}"
         turns = []
-        items = [p for p in plan if p[0] == si]
+        items = [x for x in plan if x[0] == si]
         items += [(si, rng.choice(SMALL_TALK), "NOOP", "noise") for _ in range(rng.randint(2, 5))]
         rng.shuffle(items)
         for _, text, op, slot in items:
@@ -133,9 +159,12 @@ def conversation(rng: random.Random, n: int, sessions: int = 12) -> dict:
                 where.setdefault(slot, []).append((si, tid))
             turns.append({"id": f"{sid}:{len(turns) + 1}", "role": "assistant", "content": rng.choice(REPLIES)})
         out_sessions.append({"id": sid, "time": (start + timedelta(days=3 * si)).isoformat(), "turns": turns})
+    return out_sessions, ops, where
 
-    last = f"s{sessions}"
-    probes = []
+
+def _probes(rng: random.Random, user: str, p: SimpleNamespace, where: dict[str, list[tuple[int, str]]],
+            change: str, s_units: int, last: str, sessions: int) -> list[dict]:
+    probes: list[dict] = []
 
     def probe(question: str, answer: str, slot: str, ptype: str, after: str = last, old: str | None = None) -> None:
         evidence = [where[slot][-1][1]] if slot in where else []
@@ -143,18 +172,18 @@ def conversation(rng: random.Random, n: int, sessions: int = 12) -> dict:
                        "answer": answer, "evidence": evidence, "type": ptype, **({"old_answer": old} if old else {})})
 
     gap = sessions - 1 - where["name"][0][0]
-    probe("What is my name?", name, "name", "long-range" if gap >= 10 else "single-fact")
-    probe("Which units should you use for me?", other_units if not zh or change != "zh" else other_units,
-          "units", {"direct": "knowledge-update", "reworded": "update-reworded", "zh": "update-zh"}[change], old=units)
-    probe("Which programming language does my team use?", lang_new, "language", "knowledge-update", old=lang_old)
-    probe("Which city do I live in?", city_new, "city", "knowledge-update", old=city_old)
-    probe(f"What is my {animal}'s name?", pet, "pet", "single-fact")
-    probe("What is my sister's name?", sister, "sister", "alike")
-    probe("What is my brother's name?", brother, "brother", "alike")
+    probe("What is my name?", p.name, "name", "long-range" if gap >= 10 else "single-fact")
+    probe("Which units should you use for me?", p.other_units,
+          "units", {"direct": "knowledge-update", "reworded": "update-reworded", "zh": "update-zh"}[change], old=p.units)
+    probe("Which programming language does my team use?", p.lang_new, "language", "knowledge-update", old=p.lang_old)
+    probe("Which city do I live in?", p.city_new, "city", "knowledge-update", old=p.city_old)
+    probe(f"What is my {p.animal}'s name?", p.pet, "pet", "single-fact")
+    probe("What is my sister's name?", p.sister, "sister", "alike")
+    probe("What is my brother's name?", p.brother, "brother", "alike")
     probe("Do we still deploy with Docker?", "Docker", "docker", "negation")
-    probe("Is there any food I must avoid?", allergy, "allergy", "single-fact")
-    probe("What hobby do I enjoy?", hobby, "hobby", "single-fact")
-    probe("What is my favorite color?", colour, "colour", "single-fact")
+    probe("Is there any food I must avoid?", p.allergy, "allergy", "single-fact")
+    probe("What hobby do I enjoy?", p.hobby, "hobby", "single-fact")
+    probe("What is my favorite color?", p.colour, "colour", "single-fact")
     q, _ = rng.choice(ABSENT)
     probes.append({"id": f"{user}:p{len(probes) + 1}", "after_session": last, "question": q, "answer": "",
                    "evidence": [], "type": "abstention"})
@@ -162,9 +191,9 @@ def conversation(rng: random.Random, n: int, sessions: int = 12) -> dict:
     probe_mid = where["units"][0]
     if probe_mid[0] + 1 < s_units:
         probes.append({"id": f"{user}:p{len(probes) + 1}", "after_session": f"s{s_units}",
-                       "question": "Remind me, which units do I use?", "answer": units,
+                       "question": "Remind me, which units do I use?", "answer": p.units,
                        "evidence": [probe_mid[1]], "type": "single-fact"})
-    return {"id": f"c{n:03d}", "user_id": user, "sessions": out_sessions, "ops": ops, "probes": probes}
+    return probes
 
 
 def generate_first(seed: int = 7, conversations: int = 60) -> list[dict]:

@@ -118,11 +118,38 @@ def measure(users: int, items_per_user: int, backend: str = "persistent", querie
     """One size: ``users`` users with ``items_per_user`` items each (``episode_share`` of them past turns,
     the rest facts), in a fresh store (on disk, or on the ``chroma run`` server at ``server`` = "host:port")."""
     rng = random.Random(seed)
+    folder = Path(path or tempfile.mkdtemp(prefix=f"memkit-scale-{users}x{items_per_user}-"))
+    ids = [f"u{i:05d}" for i in range(users)]
+    load_s = _load(_open(backend, folder, max_users, server), ids, items_per_user, episode_share, rng)
+
+    # a new process's view: nothing loaded yet
+    store = _open(backend, folder, max_users, server)
+    memory = Memory(store=store)
+    n = min(queries, users)
+    order = rng.sample(ids, users)
+    cold_users, opened_users = order[:max(1, n // 2)], order[max(1, n // 2):n] or order[:1]
+    first = _first_reads(memory, rng, cold_users, opened_users, budget)
+    # warm: each call beside its bare counterpart on the same collection, in random order, for the users read
+    # last (theirs are the indexes loaded under the cap), each read once more untimed first, in the session it
+    # already has (a new session would start a background load during the timing)
+    sessions = {**{u: f"cold-{u}" for u in cold_users}, **{u: f"open-{u}" for u in opened_users}}
+    warm_users = list(dict.fromkeys(cold_users + opened_users))[-max(1, min(n, max_users)):]
+    warm = _warm_reads(memory, rng, warm_users, sessions, queries, budget)
+    writes = _writes(memory, rng, warm_users, sessions, queries)
+    memory.close()
+    disk = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+    if path is None:  # a temporary store: a 10,000-user size leaves gigabytes otherwise
+        shutil.rmtree(folder, ignore_errors=True)
+    return {"backend": backend, "users": users, "items_per_user": items_per_user, "seed": seed,
+            "items": users * items_per_user, "max_users": max_users, "load_items_per_s": users * items_per_user / load_s,
+            **_row(first, warm, writes), "peak_rss_mb": _peak_rss_mb(), "disk_mb": disk / 2**20}
+
+
+def _load(store: FactStore, ids: Sequence[str], items_per_user: int, episode_share: float,
+          rng: random.Random) -> float:
+    """Each user's synthetic facts and past turns written and embedded, then the store closed: the seconds."""
     n_eps = int(items_per_user * episode_share)
     n_facts = items_per_user - n_eps
-    folder = Path(path or tempfile.mkdtemp(prefix=f"memkit-scale-{users}x{items_per_user}-"))
-    store = _open(backend, folder, max_users, server)
-    ids = [f"u{i:05d}" for i in range(users)]
     start = time.perf_counter()
     for uid in ids:
         store.upsert(uid, synthetic_facts(uid, n_facts, rng))
@@ -131,13 +158,13 @@ def measure(users: int, items_per_user: int, backend: str = "persistent", querie
         store.embed_pending(uid)
     load_s = time.perf_counter() - start
     store.close()
+    return load_s
 
-    # a new process's view: nothing loaded yet
-    store = _open(backend, folder, max_users, server)
-    memory = Memory(store=store)
-    n = min(queries, users)
-    order = rng.sample(ids, users)
-    cold_users, opened_users = order[:max(1, n // 2)], order[max(1, n // 2):n] or order[:1]
+
+def _first_reads(memory: Memory, rng: random.Random, cold_users: Sequence[str], opened_users: Sequence[str],
+                 budget: int) -> dict[str, Any]:
+    """A session's first context: opened by this very call (cold), or 100 ms after the session opened, beside
+    a read after the same 100 ms idle of a user already loaded."""
     cold, opened, idle, noted = [], [], [], 0
     for uid in cold_users:  # the first context of a session that opened with this very call
         t0 = time.perf_counter()
@@ -157,12 +184,14 @@ def measure(users: int, items_per_user: int, backend: str = "persistent", querie
         t0 = time.perf_counter()
         memory.context(uid, f"open-{uid}", rng.choice(QUERIES), budget)
         idle.append((time.perf_counter() - t0) * 1000)
+    return {"cold": cold, "opened": opened, "idle": idle, "noted": noted}
 
-    # warm: each call beside its bare counterpart on the same collection, in random order, for the users read
-    # last (theirs are the indexes loaded under the cap), each read once more untimed first, in the session it
-    # already has (a new session would start a background load during the timing)
-    sessions = {**{u: f"cold-{u}" for u in cold_users}, **{u: f"open-{u}" for u in opened_users}}
-    warm_users = list(dict.fromkeys(cold_users + opened_users))[-max(1, min(n, max_users)):]
+
+def _warm_reads(memory: Memory, rng: random.Random, warm_users: Sequence[str], sessions: dict[str, str],
+                queries: int, budget: int) -> dict[str, list[float]]:
+    """Each read call beside its bare counterpart, in random order: a context, the vector index's own query,
+    the index calls a context makes, ``Memory.search`` and ``FactStore.search``."""
+    store = memory.store
     for uid in warm_users:
         memory.context(uid, sessions[uid], QUERIES[0], budget)
     context, bare_read, index_calls, msearch, fsearch = [], [], [], [], []
@@ -190,8 +219,14 @@ def measure(users: int, items_per_user: int, backend: str = "persistent", querie
         _timed([(context, lambda: memory.context(uid, sessions[uid], q, budget)), (bare_read, bare),
                 (index_calls, indexes), (msearch, lambda: memory.search(uid, q)),
                 (fsearch, lambda: store.search(uid, q))], rng)
+    return {"context": context, "bare_read": bare_read, "index_calls": index_calls, "msearch": msearch,
+            "fsearch": fsearch}
 
-    # the write path: an observed user turn (episode, extraction, planning, upsert) beside a bare embed + add
+
+def _writes(memory: Memory, rng: random.Random, warm_users: Sequence[str], sessions: dict[str, str],
+            queries: int) -> dict[str, list[float]]:
+    """The write path: an observed user turn (episode, extraction, planning, upsert) beside a bare embed + add."""
+    store = memory.store
     observe, bare_write = [], []
     for i in range(min(queries, 100)):
         uid = rng.choice(warm_users)
@@ -199,26 +234,26 @@ def measure(users: int, items_per_user: int, backend: str = "persistent", querie
         _timed([(observe, lambda: memory.observe(uid, sessions[uid], "user", text)),
                 (bare_write, lambda: store.vectors.put("scale-bare", "scale-bare", "episodes", [f"w{i}"],
                                                        [store.embed_query(text)]))], rng)
-    memory.close()
-    disk = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
-    if path is None:  # a temporary store: a 10,000-user size leaves gigabytes otherwise
-        shutil.rmtree(folder, ignore_errors=True)
-    (c50, c95), (k50, k95), (o50, o95), (i50, _) = _pct(context), _pct(cold), _pct(opened), _pct(idle)
-    (b50, b95), (m50, _), (f50, _), (n50, n95) = _pct(bare_read), _pct(msearch), _pct(fsearch), _pct(index_calls)
-    (w50, w95), (x50, x95) = _pct(observe), _pct(bare_write)
-    ratio = ratio_interval(context, bare_read)  # the reads' own spread: each round timed both
-    return {"backend": backend, "users": users, "items_per_user": items_per_user, "seed": seed,
-            "items": users * items_per_user, "max_users": max_users, "load_items_per_s": users * items_per_user / load_s,
-            "context_p50_ms": c50, "context_p95_ms": c95, "bare_read_p50_ms": b50, "bare_read_p95_ms": b95,
+    return {"observe": observe, "bare_write": bare_write}
+
+
+def _row(first: dict[str, Any], warm: dict[str, list[float]], writes: dict[str, list[float]]) -> dict[str, Any]:
+    """The timings' percentiles and ratios, as ``scale.csv`` names them."""
+    (c50, c95), (k50, k95), (o50, o95), (i50, _) = (_pct(warm["context"]), _pct(first["cold"]),
+                                                    _pct(first["opened"]), _pct(first["idle"]))
+    (b50, b95), (m50, _), (f50, _), (n50, n95) = (_pct(warm["bare_read"]), _pct(warm["msearch"]),
+                                                  _pct(warm["fsearch"]), _pct(warm["index_calls"]))
+    (w50, w95), (x50, x95) = _pct(writes["observe"]), _pct(writes["bare_write"])
+    ratio = ratio_interval(warm["context"], warm["bare_read"])  # the reads' own spread: each round timed both
+    return {"context_p50_ms": c50, "context_p95_ms": c95, "bare_read_p50_ms": b50, "bare_read_p95_ms": b95,
             "context_vs_bare_p95": c95 / b95, "context_vs_bare_p95_low": ratio[0], "context_vs_bare_p95_high": ratio[1],
             "index_calls_p50_ms": n50, "index_calls_p95_ms": n95,
             "index_calls_vs_bare_p95": n95 / b95, "cold_context_p50_ms": k50, "cold_context_p95_ms": k95,
             "opened_100ms_p50_ms": o50, "opened_100ms_p95_ms": o95, "opened_vs_warm_p50": o50 / c50,
             "idle_warm_p50_ms": i50, "opened_vs_idle_warm_p50": o50 / i50,
-            "opened_still_loading": noted, "memory_search_p50_ms": m50, "store_search_p50_ms": f50,
+            "opened_still_loading": first["noted"], "memory_search_p50_ms": m50, "store_search_p50_ms": f50,
             "search_ratio_p50": m50 / f50, "observe_p50_ms": w50, "observe_p95_ms": w95,
-            "bare_write_p50_ms": x50, "bare_write_p95_ms": x95, "peak_rss_mb": _peak_rss_mb(),
-            "disk_mb": disk / 2**20}
+            "bare_write_p50_ms": x50, "bare_write_p95_ms": x95}
 
 
 def _peak_rss_mb() -> float:
