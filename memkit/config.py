@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .errors import ConfigError
+from .registry import DEFAULT_EMBEDDER
 from .models.llm import DEFAULT_MAX_TOKENS
 
 
@@ -32,7 +33,7 @@ class Settings:
     max_tokens: int = DEFAULT_MAX_TOKENS  # MEMKIT_LLM_MAX_TOKENS, the longest reply a request allows
     stream: bool = True        # MEMKIT_LLM_STREAM=0: whole replies, for a server that cannot stream
     embed_cache: str | None = None  # MEMKIT_EMBED_CACHE: an embedding-cache file (memkit/store/embed_cache.py); unset: none
-    offline_embedder: str = "minilm"  # MEMKIT_EMBEDDER: the offline embedder's registered name (minilm, e5)
+    offline_embedder: str = DEFAULT_EMBEDDER  # MEMKIT_EMBEDDER: the offline embedder's registered name (minilm, e5)
 
     @property
     def offline(self) -> bool:
@@ -52,7 +53,7 @@ class Settings:
             max_tokens=int(_number(env, "MEMKIT_LLM_MAX_TOKENS", DEFAULT_MAX_TOKENS, int)),
             stream=_flag(env, "MEMKIT_LLM_STREAM", True),
             embed_cache=env.get("MEMKIT_EMBED_CACHE") or None,
-            offline_embedder=env.get("MEMKIT_EMBEDDER") or "minilm",
+            offline_embedder=env.get("MEMKIT_EMBEDDER") or DEFAULT_EMBEDDER,
         )
 
     def chat_model(self) -> Any:

@@ -28,6 +28,9 @@ class Named(Protocol):
     name: str
 
 KINDS = ("policy", "extractor", "summarizer", "strategy", "embedder")
+# the offline embedder every store, Memory and bench run uses unless told another (MEMKIT_EMBEDDER, --embedder):
+# the one place its name is the default (docs/decisions.md, "The offline embedder")
+DEFAULT_EMBEDDER = "minilm"
 # A strategy name of this prefix is two-layer memory under the policy it names: the factory registered under
 # the bare prefix, given ``policy=``
 TWO_LAYER = "two-layer:"

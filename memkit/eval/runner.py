@@ -9,6 +9,7 @@ from typing import Any, Iterable, Sequence
 import pandas as pd
 
 from .. import registry
+from ..registry import DEFAULT_EMBEDDER
 from ..errors import ConfigError
 from ..store.passages import PASSAGE_TOKENS
 from ..store import FactStore
@@ -24,7 +25,7 @@ def run(conversations: Sequence[Conversation], strategies: Iterable[str] = DEFAU
         budget: int | Sequence[int] = 1200, k: int = 5, store: FactStore | str | None = None, progress: bool = False,
         per_turn_tokens: bool = True, judge_model: Any = None, jobs: int = 1, scheduler: str | None = None,
         parts: str | Path | None = None, resume: bool = False, embed_cache: str | Path | None = None,
-        recycle: int = RECYCLE, embedder: str = "minilm", **memory_options: Any) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+        recycle: int = RECYCLE, embedder: str = DEFAULT_EMBEDDER, **memory_options: Any) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Every strategy on every conversation at every budget: (results per probe, summary per strategy, budget
     and probe type, op confusion).
 
@@ -72,7 +73,7 @@ def run(conversations: Sequence[Conversation], strategies: Iterable[str] = DEFAU
                    for key, v in kwargs.items()}
         saved = Parts(Path(parts), {"conversations": [c.id for c in conversations], "strategies": strategies,
                                     "budgets": budgets, "options": options,
-                                    **({"embedder": embedder} if embedder != "minilm" else {})})
+                                    **({"embedder": embedder} if embedder != DEFAULT_EMBEDDER else {})})
         saved.start(todo, resume)
     done = run_jobs(todo, where, kwargs, jobs, scheduler, saved, progress,
                     memory_options.get("passage_tokens", PASSAGE_TOKENS), recycle)

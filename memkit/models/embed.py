@@ -296,7 +296,7 @@ def embed_queries(embedder: Any, texts: Sequence[str]) -> list[Any]:
 
 registry.register("embedder", "minilm", MiniLMEmbedder)
 registry.register("embedder", "e5", E5Embedder)
-DEFAULT_EMBEDDER = "minilm"  # MEMKIT_EMBEDDER, memkit bench --embedder: docs/decisions.md, "The offline embedder"
+DEFAULT_EMBEDDER = registry.DEFAULT_EMBEDDER
 
 _SHARED: dict[str, Any] = {}
 _SHARED_LOCK = threading.Lock()
