@@ -99,3 +99,76 @@ def test_the_agent_loop_example_calls_a_model_and_observes_its_answers(tmp_path)
     r = subprocess.run([sys.executable, str(ROOT / "examples" / "agent_loop.py")], capture_output=True, text=True,
                        timeout=120, env={k: v for k, v in os.environ.items() if not k.startswith(("MEMKIT_", "OPENAI_"))})
     assert r.returncode == 1 and "MEMKIT_LLM_BASE_URL" in r.stderr
+
+
+GUIDES = ("docs/architecture.md", "docs/usage.md", "docs/extending.md")
+
+
+MISSING = object()
+
+
+def _attribute(obj: object, name: str) -> object:
+    """``obj.name``, a dataclass's field without a default included, or ``MISSING``."""
+    if obj is MISSING:
+        return MISSING
+    if name in getattr(obj, "__dataclass_fields__", {}):
+        return getattr(obj, name, None)
+    return getattr(obj, name, MISSING)
+
+
+def stale_names(text: str) -> list[str]:
+    """What a guide names in backticks that memkit does not have: a module path or file (``memkit.read.recall``,
+    ``read/recall.py``), an exported class's attribute (``Memory.forget``), or a keyword of a call written out
+    (``ReadOptions(facts=False)``). Store files (``memkit.sqlite3``) are not names."""
+    import importlib
+    import inspect
+    import warnings
+
+    import memkit
+
+    package = ROOT / "memkit"
+    found = []
+    for m in re.finditer(r"`([^`\n]+)`", text):
+        tok = m.group(1).strip()
+        if re.fullmatch(r"(?:memkit/)?[a-z_/]+\.py", tok):
+            if not (ROOT / tok).exists() and not (package / tok).exists() and not any(package.rglob(tok.split("/")[-1])):
+                found.append(f"{tok}: no such file")
+        elif re.fullmatch(r"memkit(\.[A-Za-z_]\w*)+", tok) and not tok.endswith((".sqlite3", ".lexical")):
+            parts = tok.split(".")
+            for i in range(len(parts), 0, -1):
+                try:
+                    with warnings.catch_warnings():  # an old path the guide names answers with a warning
+                        warnings.simplefilter("ignore", DeprecationWarning)
+                        obj = importlib.import_module(".".join(parts[:i]))
+                    break
+                except ImportError:
+                    continue
+            for attr in parts[i:]:
+                obj = _attribute(obj, attr)
+            if obj is MISSING:
+                found.append(f"{tok}: no such name")
+        elif (call := re.fullmatch(r"([A-Z]\w+)(?:\.(\w+))?(?:\((.*)\))?", tok)) and call.group(1) in memkit.__all__:
+            obj = getattr(memkit, call.group(1))
+            if call.group(2):
+                obj = _attribute(obj, call.group(2))
+                if obj is MISSING:
+                    found.append(f"{tok}: no such attribute")
+                    continue
+            if call.group(3) and callable(obj):
+                params = inspect.signature(obj).parameters
+                if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+                    found += [f"{tok}: no parameter {k}" for k in re.findall(r"(?:^|,\s*)(\w+)=", call.group(3))
+                              if k not in params]
+    return found
+
+
+@pytest.mark.parametrize("guide", GUIDES)
+def test_every_memkit_name_a_guide_writes_exists(guide):
+    assert stale_names((ROOT / guide).read_text()) == []
+
+
+def test_the_name_check_finds_what_does_not_exist():
+    text = ("`memkit.read.recall` `memkit.read.no_such` `read/recall.py` `read/gone.py` `Memory.forget` "
+            "`Memory.remember` `ReadOptions(facts=False)` `ReadOptions(fact=False)` `memkit.sqlite3`")
+    assert stale_names(text) == ["memkit.read.no_such: no such name", "read/gone.py: no such file",
+                                 "Memory.remember: no such attribute", "ReadOptions(fact=False): no parameter fact"]
