@@ -65,7 +65,7 @@ class Memory:
         self.retriever = retriever
         self.open_sessions: dict[tuple[str, str], EpisodicBuffer] = {}  # (user_id, session_id) -> its live buffer
         # documents and session warm-ups each on a thread of their own; memory is searched in the caller's thread (on
-        # 2 cores another thread made reads slower: CHANGELOG.md, 0.2.0, "Read path at scale")
+        # 2 cores another thread made reads slower: docs/measurements.md, "Read path at scale")
         self._docs = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memkit-docs")
         self._warmer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memkit-warm")
         self._warming: dict[str, Future] = {}  # user_id -> the background load started when a session opened

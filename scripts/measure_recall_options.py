@@ -122,7 +122,7 @@ VARIANTS: dict[str, tuple[str, dict]] = {
     "two-layer, first-person questions only": ("two-layer:keyed", {"recall": RecallOptions(first_person_only=True)}),
     "two-layer, profile 0, rrf k=2": ("two-layer:keyed", {"profile_tokens": 0, "recall": RecallOptions(rrf_k=2)}),
     # the whole memory in PostgreSQL (pgvector, and BM25 written in SQL in place of tantivy; the ts_rank_cd
-    # variants measured before it are in CHANGELOG.md, 0.2.0, from this script)
+    # variants measured before it are in docs/measurements.md, from this script)
     "rag:bm25 on PostgreSQL": ("rag:bm25", {"store": True}),
     "two-layer on PostgreSQL": ("two-layer:keyed", {"store": True}),
 }

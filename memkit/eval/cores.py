@@ -3,7 +3,7 @@
 A bench job is one Python thread doing most of the work, with helper threads around it (Chroma's runtime,
 tantivy's writer, the session warm-up). Unpinned, two such processes on 2 cores left 22% of the machine
 idle and spent a fifth of it in the kernel, handing threads from core to core; each pinned to a core of its
-own, the same jobs took 28% less time (CHANGELOG.md, 0.2.0, "Bigger runs"). Pinning applies only where a run's workers
+own, the same jobs took 28% less time (docs/measurements.md, "Bigger runs"). Pinning applies only where a run's workers
 take every core of their host, one each: with fewer, pinning would stack two runs of one machine on the same
 first cores, and with more (or without ``sched_setaffinity``) a core cannot be a worker's own; there nothing
 changes. A pinned process's threads all move, and so do the ones it starts later.

@@ -153,7 +153,7 @@ def pack_memory(hits: Sequence[Hit], recalled: Iterable[Recalled], budget: int, 
     order of their fused scores while they fit, so a fact is shown only where it outranks the episodes. A
     shown fact spares its source turns (``spare_sources``). ``episode_options`` are ``pack_episodes``'s.
 
-    Measured on the dev splits (CHANGELOG.md, 0.2.0, "Facts on one list"): the profile last, or none, lost up to 0.17 of
+    Measured on the dev splits (docs/measurements.md, "Facts on one list"): the profile last, or none, lost up to 0.17 of
     the evidence on the user-assistant shape."""
     block, used = FactLines(profile_tokens), 0
     for h in sorted((h for h in hits if h.why in FIRST), key=lambda h: FIRST.index(h.why)):

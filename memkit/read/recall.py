@@ -259,7 +259,7 @@ def _by_time(store: FactStore, user_id: str, fetch: EpisodeReader, refs: list[st
         found = fetch(refs)
         return sorted(found, key=lambda r: found[r].time, reverse=timeframe.order == "latest")[:depth]
     # the window's turns in the order they were said (recalled ones first ranked the window's answers above
-    # the requests they answer: CHANGELOG.md, 0.2.0, "The question's time"), each by its best-recalled item
+    # the requests they answer: docs/measurements.md, "The question's time"), each by its best-recalled item
     inside = store.episodes_between(user_id, timeframe.start or 0.0, timeframe.end or 0.0, depth, session)
     best: dict[str, str] = {}
     for r in refs:

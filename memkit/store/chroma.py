@@ -112,7 +112,7 @@ class ChromaIndex:
             return
         with translated(self.backend):
             # no documents: Chroma would index their words for a ``where_document`` memkit never asks, which
-            # was half of an upsert's time (CHANGELOG.md, 0.2.0, "Bigger runs")
+            # was half of an upsert's time (docs/measurements.md, "Bigger runs")
             col.upsert(ids=[f"{TAGS[part]}:{i}" for i in ids],
                        embeddings=[list(map(float, v)) for v in vectors],
                        metadatas=[{"part": TAGS[part], "user_id": user_id}] * len(ids))

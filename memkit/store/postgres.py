@@ -33,7 +33,7 @@ TEXT_STEPS = (
     """CREATE TABLE lexemes (owner TEXT NOT NULL, part TEXT NOT NULL, id TEXT NOT NULL, tsv tsvector NOT NULL,
   PRIMARY KEY (owner, part, id));
 CREATE INDEX lexemes_words ON lexemes USING GIN (tsv)""",
-    # BM25 in place of ts_rank_cd (CHANGELOG.md, 0.2.0, "PostgreSQL backend"): postings and lengths per item; the
+    # BM25 in place of ts_rank_cd (docs/measurements.md, "PostgreSQL backend"): postings and lengths per item; the
     # index is derived, so a database of the first step is filled again from the records when it opens
     """DROP TABLE lexemes;
 CREATE TABLE postings (owner TEXT NOT NULL, part TEXT NOT NULL, term TEXT NOT NULL, id TEXT NOT NULL,
@@ -42,7 +42,7 @@ CREATE TABLE doclen (owner TEXT NOT NULL, part TEXT NOT NULL, id TEXT NOT NULL, 
   PRIMARY KEY (owner, part, id));
 CREATE TABLE text_filled (filled INTEGER NOT NULL)""",
     # the terms of tantivy's en_stem (lexicon.stems) in place of to_tsvector's: the same words as the default
-    # backend's index (CHANGELOG.md, 0.2.0, "PostgreSQL backend"); filled again from the records at open
+    # backend's index (docs/measurements.md, "PostgreSQL backend"); filled again from the records at open
     """DELETE FROM postings;
 DELETE FROM doclen;
 DELETE FROM text_filled""",
@@ -116,7 +116,7 @@ class PgTextIndex:
     from all of the owner's items (facts and episodes, as one tantivy index counts them).
 
     PostgreSQL's own ranking (``ts_rank_cd``) is not BM25 and recalled less than tantivy on the dev splits
-    (CHANGELOG.md, 0.2.0, "PostgreSQL backend"); this is BM25 written in SQL over a postings table."""
+    (docs/measurements.md, "PostgreSQL backend"); this is BM25 written in SQL over a postings table."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -166,7 +166,7 @@ class PgTextIndex:
         words = list(dict.fromkeys(stems(" ".join(terms))))
         if not words:
             return []
-        # the statistics span the owner's parts, as tantivy's span its one index (CHANGELOG.md, 0.2.0, "PostgreSQL backend")
+        # the statistics span the owner's parts, as tantivy's span its one index (docs/measurements.md, "PostgreSQL backend")
         n, avgdl = self.db.rows("SELECT count(*), avg(len) FROM doclen WHERE owner = ?", (owner,))[0]
         if not n:
             return []
