@@ -37,7 +37,6 @@ class OneBag:
     """A vector index that keeps every owner's items in one bag: it breaks the seam's isolation promise."""
 
     dimension = 3
-    extras = frozenset()
 
     def __init__(self) -> None:
         self.items: dict[tuple[str, str], list[float]] = {}
@@ -68,15 +67,13 @@ def test_a_backend_that_mixes_owners_fails_the_check_that_says_so():
     with pytest.raises(AssertionError, match="an owner finds only its own"):
         check_vector_index(OneBag)
     bag = OneBag()
-    bag.extras = frozenset({"migrate"})  # declared, not there
-    with pytest.raises(AssertionError, match="declares 'migrate'"):
+    bag.collection_name = lambda owner: f"bag-{owner}"  # a collection per owner, without the rest of its calls
+    with pytest.raises(AssertionError, match="has collection_name but no owners"):
         check_vector_index(lambda: bag)
 
 
 class ByOwner:
     """A third vector backend, written from docs/extending.md alone: vectors in a dict, one per owner."""
-
-    extras = frozenset()
 
     def __init__(self, dimension: int = 384) -> None:
         self.dimension = dimension

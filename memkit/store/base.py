@@ -5,6 +5,7 @@ one of each with the records and the event log; the read path, the policies and 
 
 from __future__ import annotations
 
+import enum
 import functools
 import hashlib
 import itertools
@@ -143,24 +144,30 @@ def _names_user(where: Any) -> bool:
 
 
 # ---- the seams -----------------------------------------------------------------------------------------
-# What a VectorIndex may have beyond the base methods, each declared by name in its ``extras`` (as langgraph's
-# checkpoint conformance suite declares base and extended capabilities); memkit/store/conformance.py checks
-# both the base promises and every declared extra
-VECTOR_EXTRAS = {
-    "migrate": "migrate() -> int: moves what an older memkit wrote to the current layout, when a store opens",
-    "collections": "collection_name(owner) -> str: the owner's Chroma collection",
-    "database": "db: the database its vectors live in; when it is the records' own, a write's parts commit in "
-                "one transaction",
-}
+class Capability(enum.Enum):
+    """What a ``VectorIndex`` may have beyond the base methods, found by what it defines (as langgraph's checkpoint
+    conformance suite detects a saver's extended capabilities by the methods it overrides): nothing to declare,
+    so nothing to declare wrongly. memkit/store/conformance.py checks the base promises and each one found."""
+
+    MIGRATE = "migrate() -> int: moves what an older memkit wrote to the current layout, when a store opens"
+    COLLECTIONS = ("collection_name(owner) -> str, owners(), count(owner), fact_ids(owner): a collection per owner, "
+                   "which a store's check compares with its records")
+    DATABASE = "db: the database its vectors live in; when it is the records' own, a write's parts commit in one transaction"
+
+
+_MARKS = {Capability.MIGRATE: "migrate", Capability.COLLECTIONS: "collection_name", Capability.DATABASE: "db"}
+
+
+def capabilities(index: Any) -> frozenset[Capability]:
+    """The capabilities ``index`` has: each one whose method (or, for ``DATABASE``, attribute) it defines."""
+    return frozenset(c for c, name in _MARKS.items() if getattr(index, name, None) is not None)
 
 
 class VectorIndex(Protocol):
-    """Vectors of every user's current facts and episodes, searched within one owner only.
-
-    ``extras`` names the optional parts it has, of ``VECTOR_EXTRAS``."""
+    """Vectors of every user's current facts and episodes, searched within one owner only; what it has beyond
+    these methods is a ``Capability``, found by ``capabilities(index)``."""
 
     dimension: int
-    extras: frozenset[str]
 
     def put(self, owner: str, user_id: str, part: str, ids: Sequence[str], vectors: Sequence[Sequence[float]]) -> None:
         """Insert or replace the owner's items ``ids`` with ``vectors``. Vectors only: an item's text lives in

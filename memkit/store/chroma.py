@@ -44,14 +44,13 @@ EF_SEARCH = 1000
 HNSW = {"space": "cosine", "sync_threshold": 2, "batch_size": 2, "num_threads": 1, "ef_search": EF_SEARCH}
 # The two parts of a user's collection: the tag that prefixes an item's Chroma id and is its metadata "part"
 TAGS = {"facts": "f", "episodes": "e"}
-PARTS = {tag: part for part, tag in TAGS.items()}
+PART_OF_TAG = {tag: part for part, tag in TAGS.items()}
 LEGACY_PARTS = ("facts", "episodes", "history")  # collections per part, before one collection per user
 
 
 class ChromaIndex:
     """Vectors in one Chroma collection per user, through any Chroma client (ephemeral, persistent, http)."""
 
-    extras = frozenset({"migrate", "collections"})  # base.VECTOR_EXTRAS
 
     def __init__(self, client: Any, embedder: Any, namespace: str, backend: str, max_users: int = MAX_USERS) -> None:
         self.client, self.embedder, self.namespace, self.backend = client, embedder, namespace, backend
@@ -139,7 +138,7 @@ class ChromaIndex:
         out = []
         for cid, dist in hits:
             tag, item_id = cid.split(":", 1)
-            out.append((PARTS[tag], item_id, 1.0 - float(dist)))
+            out.append((PART_OF_TAG[tag], item_id, 1.0 - float(dist)))
         # equal distances (the same words said twice) come back in no fixed order, and which of them make the
         # cut varies from one build of the graph to another: ties go to the earlier id, among all of them
         # (past_ties), so a read ranks the same every time

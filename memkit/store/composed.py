@@ -20,8 +20,8 @@ from ..models import embed as _embed
 from .. import validate
 from ..errors import ConfigError, IsolationError, StoreClosed, StoreUnavailable
 from ..types import Episode, Event, Fact, Hit, fold
-from .base import (BULK_SIZE, DEFAULT_FLOOR, EMBED_BATCH, IMPORTANCE_WEIGHT, PARTS, SIMILARITY_WEIGHT, TextIndex,
-                   VectorIndex, check_parts, check_where, matches, owner_of, text_rows)
+from .base import (BULK_SIZE, DEFAULT_FLOOR, EMBED_BATCH, IMPORTANCE_WEIGHT, PARTS, SIMILARITY_WEIGHT, Capability,
+                   TextIndex, VectorIndex, capabilities, check_parts, check_where, matches, owner_of, text_rows)
 from . import backends, health
 from .chroma import MAX_USERS
 from .archive import EpisodeArchive
@@ -49,7 +49,7 @@ class FactStore:
         self._locks_guard = threading.Lock()
         self._closed = False
         # parts in one database (PostgreSQL) write in one transaction; parts in several systems cannot
-        self._shared = "database" in vectors.extras and vectors.db is records.db  # type: ignore[attr-defined]
+        self._shared = Capability.DATABASE in capabilities(vectors) and vectors.db is records.db  # type: ignore[attr-defined]
         self.queue = RetryQueue(records, self._check_open)  # what waits for a model or for the store
         self.facts = FactIndex(vectors, self.lexicon, self.log, self.embedder, self._unit)
         self.archive = EpisodeArchive(records, vectors, self.lexicon, self.embedder, self._unit, embed_batch)
@@ -120,7 +120,7 @@ class FactStore:
 
     def collection_name(self, user_id: str) -> str:
         """The Chroma collection that holds ``user_id``'s items (Chroma backends only: ``ConfigError`` on others)."""
-        if "collections" not in self.vectors.extras:
+        if Capability.COLLECTIONS not in capabilities(self.vectors):
             raise ConfigError(f"a {self.backend} store keeps no Chroma collections; collection_name is for Chroma")
         return self.vectors.collection_name(self._owner(user_id))  # type: ignore[attr-defined]
 
@@ -336,7 +336,7 @@ class FactStore:
 def _open_once(store: FactStore, verify: bool) -> None:
     """What a store does when it opens, never on a read: move old layouts, check its parts agree, fill a new
     text index, replay."""
-    if "migrate" in store.vectors.extras:
+    if Capability.MIGRATE in capabilities(store.vectors):
         store.vectors.migrate()  # type: ignore[attr-defined]
     if verify:
         health.verify(store)  # StoreCorrupt, never an empty store in place of a damaged one

@@ -6,8 +6,8 @@ tantivy in memory and on disk, and PostgreSQL's BM25):
     check_vector_index(lambda: MyIndex(...))  # AssertionError naming the first promise it breaks
     check_text_index(lambda: MyWords(...))
 
-The base promises hold for every backend; each extra a backend declares in ``extras`` (``VECTOR_EXTRAS``) is
-checked to be there. ``make`` is called once per check, each on a fresh index (or the same one: the checks
+The base promises hold for every backend; each ``Capability`` a backend has (found by what it defines:
+``capabilities(index)``) is checked to work. ``make`` is called once per check, each on a fresh index (or the same one: the checks
 use owners of their own).
 """
 
@@ -17,7 +17,7 @@ import math
 import uuid
 from typing import Callable, Sequence
 
-from .base import VECTOR_EXTRAS, TextIndex, VectorIndex, owner_of
+from .base import Capability, TextIndex, VectorIndex, capabilities, owner_of
 
 
 def _unit(dimension: int, *weights: float) -> list[float]:
@@ -36,14 +36,13 @@ def _user() -> tuple[str, str]:
 
 def _declares(index: VectorIndex) -> None:
     assert isinstance(index.dimension, int) and index.dimension >= 3, "dimension is an int of at least 3"
-    unknown = set(index.extras) - set(VECTOR_EXTRAS)
-    assert not unknown, f"extras {sorted(unknown)} are none of VECTOR_EXTRAS {sorted(VECTOR_EXTRAS)}"
-    if "migrate" in index.extras:
-        assert callable(getattr(index, "migrate", None)), "declares 'migrate' but has no migrate()"
-    if "collections" in index.extras:
-        assert isinstance(index.collection_name(owner_of("someone")), str), "collection_name(owner) is a str"
-    if "database" in index.extras:
-        assert getattr(index, "db", None) is not None, "declares 'database' but has no db"
+    found = capabilities(index)
+    if Capability.MIGRATE in found:
+        assert callable(index.migrate), "has a migrate that is not a method"  # type: ignore[attr-defined]
+    if Capability.COLLECTIONS in found:
+        assert isinstance(index.collection_name(owner_of("someone")), str), "collection_name(owner) is a str"  # type: ignore[attr-defined]
+        for name in ("owners", "count", "fact_ids"):
+            assert callable(getattr(index, name, None)), f"has collection_name but no {name}()"
 
 
 def _nearest_first(index: VectorIndex) -> None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreCorrupt
 from ..types import Fact, current
-from .base import episode_items, text_rows
+from .base import Capability, capabilities, episode_items, text_rows
 from .lexicon import LexicalIndex
 from .records import MIGRATIONS
 
@@ -60,7 +60,7 @@ def _user_of(store: "FactStore", owner: str) -> str:
 def _vector_owners(store: "FactStore") -> dict[str, str] | None:
     """``owner -> user_id`` of the users with a collection of this namespace, or None when the vector index
     is not Chroma's (PostgreSQL keeps vectors and records in one database, written in one transaction)."""
-    if "collections" not in store.vectors.extras:
+    if Capability.COLLECTIONS not in capabilities(store.vectors):
         return None
     return store.vectors.owners()  # type: ignore[attr-defined]
 

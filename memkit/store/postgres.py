@@ -57,7 +57,6 @@ def _literal(vector: Sequence[float]) -> str:
 class PgVectorIndex:
     """Every user's item vectors in one pgvector table, searched exactly within one owner (cosine)."""
 
-    extras = frozenset({"database"})  # base.VECTOR_EXTRAS: its vectors share the records' database
 
     def __init__(self, db: Database, embedder: Any) -> None:
         self.db, self.embedder = db, embedder
