@@ -1,14 +1,61 @@
-"""Settings read from the environment in one place: offline by default, or any OpenAI-compatible endpoint."""
+"""Settings read from the environment, in one place: offline by default, or any OpenAI-compatible endpoint.
+
+Every module that needs the environment asks here (``offline_embedder``, ``cache_dir``, ``api_key``,
+``environment``, ``environ_set``), so this module sits below the models and the store (docs/architecture.md §7)
+and builds what the settings name through the registry (``registry.build`` / ``registry.shared``), never by
+importing the rooms above it.
+"""
 
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Mapping
+from pathlib import Path
+from typing import Any, Iterator, Mapping
 
+from . import registry
 from .errors import ConfigError
 from .registry import DEFAULT_EMBEDDER
-from .models.llm import DEFAULT_MAX_TOKENS
+
+DEFAULT_MAX_TOKENS = 256  # the longest reply a chat request allows unless MEMKIT_LLM_MAX_TOKENS says otherwise
+
+
+def offline_embedder(env: Mapping[str, str] | None = None) -> str:
+    """The offline embedder's registered name: ``MEMKIT_EMBEDDER``, else the default (``minilm``). What
+    ``Memory()``, every ``FactStore`` constructor and ``memkit bench --embedder`` use unless given one."""
+    return (os.environ if env is None else env).get("MEMKIT_EMBEDDER") or DEFAULT_EMBEDDER
+
+
+def cache_dir(env: Mapping[str, str] | None = None) -> Path:
+    """memkit's cache folder: ``$MEMKIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/memkit`` (``~/.cache/memkit``)."""
+    env = os.environ if env is None else env
+    return Path(env.get("MEMKIT_CACHE_DIR") or Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "memkit")
+
+
+def api_key(*names: str) -> str | None:
+    """The first of the environment variables ``names`` that is set (a key is read when used, never stored)."""
+    return next((os.environ[n] for n in names if os.environ.get(n)), None)
+
+
+def environment() -> dict[str, str]:
+    """A copy of this process's environment (what a server memkit starts inherits)."""
+    return dict(os.environ)
+
+
+@contextmanager
+def environ_set(name: str, value: str) -> Iterator[None]:
+    """``name`` set to ``value`` while the block runs, then as it was (a library that reads only the environment:
+    tiktoken's cache folder)."""
+    previous = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = previous
 
 
 @dataclass(frozen=True)
@@ -53,35 +100,29 @@ class Settings:
             max_tokens=int(_number(env, "MEMKIT_LLM_MAX_TOKENS", DEFAULT_MAX_TOKENS, int)),
             stream=_flag(env, "MEMKIT_LLM_STREAM", True),
             embed_cache=env.get("MEMKIT_EMBED_CACHE") or None,
-            offline_embedder=env.get("MEMKIT_EMBEDDER") or DEFAULT_EMBEDDER,
+            offline_embedder=offline_embedder(env),
         )
 
     def chat_model(self) -> Any:
         """An ``OpenAIChat`` for the configured endpoint, or None when offline."""
         if self.llm is None:
             return None
-        from .models.llm import OpenAIChat
-
-        return OpenAIChat(model=self.llm.model, base_url=self.llm.base_url, api_key=self.llm.api_key,
-                          timeout=self.timeout, max_retries=self.max_retries, max_tokens=self.max_tokens,
-                          stream=self.stream)
+        return registry.build("chat", "openai", model=self.llm.model, base_url=self.llm.base_url,
+                              api_key=self.llm.api_key, timeout=self.timeout, max_retries=self.max_retries,
+                              max_tokens=self.max_tokens, stream=self.stream)
 
     def embedder(self) -> Any:
         """The configured embedder: an OpenAI-compatible one, or the process's one offline embedder
-        (``embed.shared_embedder``, MiniLM unless ``MEMKIT_EMBEDDER`` names another); behind the embedding
+        (``registry.shared``, MiniLM unless ``MEMKIT_EMBEDDER`` names another); behind the embedding
         cache when ``MEMKIT_EMBED_CACHE`` names a file."""
-        from .models.embed import OpenAIEmbedder, shared_embedder
-
         if self.embed is None:
-            embedder: Any = shared_embedder(self.offline_embedder)
+            embedder: Any = registry.shared("embedder", self.offline_embedder)
         else:
-            embedder = OpenAIEmbedder(model=self.embed.model, base_url=self.embed.base_url,
+            embedder = registry.build("api-embedder", "openai", model=self.embed.model, base_url=self.embed.base_url,
                                       api_key_env=self.embed.api_key_env, dimension=self.embed_dimension,
                                       api_key=self.embed.api_key)
         if self.embed_cache:
-            from .store.embed_cache import cached
-
-            return cached(embedder, self.embed_cache)
+            return registry.build("cache", "sqlite", embedder=embedder, path=self.embed_cache)
         return embedder
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import threading
 from typing import Any, Callable, Protocol
 
 from .errors import ConfigError
@@ -27,7 +28,9 @@ class Named(Protocol):
 
     name: str
 
-KINDS = ("policy", "extractor", "summarizer", "strategy", "embedder")
+# "chat", "api-embedder" and "cache" are how Settings (config.py, below the rooms that define them) builds the
+# configured chat model, an OpenAI-compatible embedder and the embedding cache
+KINDS = ("policy", "extractor", "summarizer", "strategy", "embedder", "chat", "api-embedder", "cache")
 # the offline embedder every store, Memory and bench run uses unless told another (MEMKIT_EMBEDDER, --embedder):
 # the one place its name is the default (docs/decisions.md, "The offline embedder")
 DEFAULT_EMBEDDER = "minilm"
@@ -36,7 +39,7 @@ DEFAULT_EMBEDDER = "minilm"
 TWO_LAYER = "two-layer:"
 # the modules whose components register themselves, loaded before the first lookup
 BUILT_IN = ("memkit.write.rules", "memkit.write.extract", "memkit.write.summarize", "memkit.write.reconcile",
-            "memkit.strategies", "memkit.models.embed")
+            "memkit.strategies", "memkit.models.embed", "memkit.models.llm", "memkit.store.embed_cache")
 _REGISTRY: dict[str, dict[str, Callable[..., Any]]] = {kind: {} for kind in KINDS}
 _loaded = False
 
@@ -109,3 +112,16 @@ def as_policy(policy: "str | Named", **options: Any) -> Any:
             raise ConfigError("options go with a policy name, not with a policy object")
         return policy
     return build("policy", policy, **options)
+
+
+_SHARED: dict[tuple[str, str], Any] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared(kind: str, name: str) -> Any:
+    """The process's one component of ``kind`` named ``name``, built on first use with no options (the offline
+    embedders: every store built without one shares it, loaded once)."""
+    with _SHARED_LOCK:
+        if (kind, name) not in _SHARED:
+            _SHARED[kind, name] = build(kind, name)
+        return _SHARED[kind, name]

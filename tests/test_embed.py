@@ -204,3 +204,20 @@ def test_a_store_and_a_bench_run_take_the_offline_embedder_by_name(tmp_path):
     assert len(cached(MiniLMEmbedder(), tmp_path / "run.sqlite3").missing(turns)) == len(set(turns))  # only
     with pytest.raises(ConfigError, match="unknown embedder"):
         run(convs, ["rag:dense"], budget=200, embedder="e6")
+
+
+def test_memkit_embedder_chooses_the_embedder_of_every_store_built_without_one(tmp_path):
+    """One route (config.offline_embedder): MEMKIT_EMBEDDER reaches Memory(), FactStore's constructors and a
+    bench run, not only Memory.from_settings."""
+    import os
+    import subprocess
+    import sys
+
+    script = ("from memkit import FactStore, Memory\n"
+              f"print(Memory().store.embedder.name(), FactStore.persistent({str(tmp_path / 's')!r}).embedder.name())\n")
+    for name, expected in (("e5", "e5"), ("", "minilm")):
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "MEMKIT_EMBEDDER": name})
+        assert done.returncode == 0, done.stderr[-2000:]
+        names = done.stdout.split()
+        assert len(names) == 2 and all(expected in n for n in names), names

@@ -199,3 +199,13 @@ def test_no_function_over_its_size(limit):
     sizes = {f"{p.relative_to(ROOT)}:{n.name}": n.end_lineno - n.lineno + 1 for p in ROOT.rglob("*.py")
              for n in ast.walk(ast.parse(p.read_text())) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     assert len(sizes) > 500 and {f: n for f, n in sizes.items() if n > limit} == {}
+
+
+def test_the_environment_is_read_only_in_config_and_the_default_embedder_written_once():
+    import re
+
+    readers = {str(p.relative_to(ROOT)) for p in ROOT.rglob("*.py")
+               if re.search(r"os\.environ|os\.getenv|environ\.get", p.read_text())}
+    assert readers == {"config.py"}
+    writes = sum(p.read_text().count('"minilm"') for p in ROOT.rglob("*.py"))
+    assert writes == 2  # registry.DEFAULT_EMBEDDER and its registration in models/embed.py

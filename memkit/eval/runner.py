@@ -9,6 +9,7 @@ from typing import Any, Iterable, Sequence
 import pandas as pd
 
 from .. import registry
+from ..config import offline_embedder
 from ..registry import DEFAULT_EMBEDDER
 from ..errors import ConfigError
 from ..store.passages import PASSAGE_TOKENS
@@ -25,7 +26,7 @@ def run(conversations: Sequence[Conversation], strategies: Iterable[str] = DEFAU
         budget: int | Sequence[int] = 1200, k: int = 5, store: FactStore | str | None = None, progress: bool = False,
         per_turn_tokens: bool = True, judge_model: Any = None, jobs: int = 1, scheduler: str | None = None,
         parts: str | Path | None = None, resume: bool = False, embed_cache: str | Path | None = None,
-        recycle: int = RECYCLE, embedder: str = DEFAULT_EMBEDDER, **memory_options: Any) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+        recycle: int = RECYCLE, embedder: str | None = None, **memory_options: Any) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Every strategy on every conversation at every budget: (results per probe, summary per strategy, budget
     and probe type, op confusion).
 
@@ -39,20 +40,14 @@ def run(conversations: Sequence[Conversation], strategies: Iterable[str] = DEFAU
     finished job in that folder, and ``resume`` skips the jobs a killed run already finished there.
     ``embed_cache`` puts the encoder behind that embedding-cache file, warmed first with every text the run
     will embed that it lacks, in length-sorted batches across conversations (split among the workers of one machine).
-    ``embedder`` names the offline embedder every store of the run shares (``minilm`` or ``e5``).
+    ``embedder`` names the offline embedder every store of the run shares (``minilm`` or ``e5``; by default
+    ``MEMKIT_EMBEDDER``'s, else ``minilm``: ``config.offline_embedder``).
     """
     from .execution import Parts, StoreSpec, run_jobs
 
     strategies = list(strategies)
     budgets = [budget] if isinstance(budget, int) else list(budget)
-    for name in strategies:
-        if name not in registry.names("strategy"):
-            raise ConfigError(f"unknown strategy {name!r}; choose from {registry.names('strategy')}")
-    if jobs < 1:
-        raise ConfigError(f"jobs must be at least 1, got {jobs}")
-    if not isinstance(recycle, int) or recycle < 0:
-        raise ConfigError("recycle is how many jobs each worker process runs before fresh ones replace them "
-                          f"(0: never); got {recycle!r}")
+    _check_run(strategies, jobs, recycle)
     todo = [(c, name, bs) for name in strategies for c in conversations
             for bs in ([budgets] if budget_free(name) else [[b] for b in budgets])]
     kwargs = {"k": k, "per_turn_tokens": per_turn_tokens, "judge_model": judge_model, **memory_options}
@@ -60,6 +55,7 @@ def run(conversations: Sequence[Conversation], strategies: Iterable[str] = DEFAU
     if spread and (judge_model is not None or "chat_model" in memory_options):
         raise ConfigError("a chat model (--judge, two-layer:llm) runs in this process only: run without jobs "
                           "or scheduler")
+    embedder = embedder or offline_embedder()
     registry.factory("embedder", embedder)  # an unknown name fails before the run
     if isinstance(store, FactStore) and (spread or embed_cache):
         raise ConfigError("jobs, scheduler and embed_cache open a store per worker: pass store as 'ephemeral' "
@@ -81,6 +77,17 @@ def run(conversations: Sequence[Conversation], strategies: Iterable[str] = DEFAU
     stats = [s for result in done for s in result[1]]
     results = with_columns(rows, [*KEYS, *probe_columns(judge_model is not None)])
     return results, summarise(results, stats, strategies), confusion_table(stats)
+
+
+def _check_run(strategies: Sequence[str], jobs: int, recycle: int) -> None:
+    for name in strategies:
+        if name not in registry.names("strategy"):
+            raise ConfigError(f"unknown strategy {name!r}; choose from {registry.names('strategy')}")
+    if jobs < 1:
+        raise ConfigError(f"jobs must be at least 1, got {jobs}")
+    if not isinstance(recycle, int) or recycle < 0:
+        raise ConfigError("recycle is how many jobs each worker process runs before fresh ones replace them "
+                          f"(0: never); got {recycle!r}")
 
 
 def summarise(results: pd.DataFrame, stats: list[dict[str, Any]], strategies: Sequence[str]) -> pd.DataFrame:

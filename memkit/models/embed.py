@@ -20,6 +20,7 @@ from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 from chromadb.utils.embedding_functions import register_embedding_function
 
 from .. import registry
+from ..config import api_key, offline_embedder
 from ..errors import ConfigError
 
 MAX_TOKENS = 256  # the window all-MiniLM-L6-v2 was trained at, and memkit's default
@@ -197,11 +198,9 @@ class OpenAIEmbedder(EmbeddingFunction[Documents]):
 
     def _client_or_new(self) -> Any:
         if self._client is None:
-            import os
-
             from .llm import make_client
 
-            key = self._api_key or os.environ.get(self.api_key_env) or os.environ.get("OPENAI_API_KEY") or "none"
+            key = self._api_key or api_key(self.api_key_env, "OPENAI_API_KEY") or "none"
             self._client = make_client(self.base_url, key)
         return self._client
 
@@ -296,19 +295,15 @@ def embed_queries(embedder: Any, texts: Sequence[str]) -> list[Any]:
 
 registry.register("embedder", "minilm", MiniLMEmbedder)
 registry.register("embedder", "e5", E5Embedder)
+registry.register("api-embedder", "openai", OpenAIEmbedder)
 DEFAULT_EMBEDDER = registry.DEFAULT_EMBEDDER
 
-_SHARED: dict[str, Any] = {}
-_SHARED_LOCK = threading.Lock()
 
-
-def shared_embedder(name: str = DEFAULT_EMBEDDER) -> Any:
-    """The process's one offline embedder of that registered name (``minilm``, the default, or ``e5``): every
-    store built without an embedder uses it (loaded once)."""
-    with _SHARED_LOCK:
-        if name not in _SHARED:
-            _SHARED[name] = registry.build("embedder", name)
-        return _SHARED[name]
+def shared_embedder(name: str | None = None) -> Any:
+    """The process's one offline embedder of that registered name (``minilm`` or ``e5``; by default the one
+    ``MEMKIT_EMBEDDER`` names, else ``minilm``: ``config.offline_embedder``): every store built without an
+    embedder uses it (loaded once)."""
+    return registry.shared("embedder", name or offline_embedder())
 
 
 def identity(embedder: Any) -> str:

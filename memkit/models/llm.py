@@ -10,6 +10,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Iterator, Protocol, Sequence, runtime_checkable
 
+from .. import registry
+from ..config import DEFAULT_MAX_TOKENS
 from ..errors import ExtractionError, ModelUnavailable
 
 Messages = Sequence[dict[str, str]]
@@ -25,7 +27,6 @@ BREAKER_COOLDOWN = 30.0
 # stop cannot run to its context limit behind a single-request server's lock while the client times out.
 # Every call's reply fits in 256: a summary (summary_tokens, 200), a plan, a few facts; a cut reply keeps its
 # complete facts (extract.candidates_from_json). docs/decisions.md, "Reply bound"
-DEFAULT_MAX_TOKENS = 256
 # What a server is asked for, most structured first; a level a server refuses is not asked of it again:
 # OpenAI's structured output (json_schema); JSON mode carrying the schema, the form llama.cpp's servers take
 # (llama-cpp-python answers json_schema with an HTTP 500); JSON mode; plain text
@@ -274,3 +275,6 @@ def parse_json(text: str) -> Any:
                 except json.JSONDecodeError:
                     continue
     raise ExtractionError("no valid JSON object in the model reply (truncated or prose only?)", text)
+
+
+registry.register("chat", "openai", OpenAIChat)  # what Settings.chat_model() builds

@@ -17,6 +17,7 @@ import urllib.request
 from pathlib import Path
 from typing import Mapping, TypeVar
 
+from ..config import environment
 from ..errors import ConfigError, ModelUnavailable
 
 
@@ -185,9 +186,9 @@ class LlamaServer(LoopbackServer):
 
     def env(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
         """The environment with ``MEMKIT_LLM_*`` pointing at this server (``Settings.from_env(server.env())``): the
-        caller's own settings (``base``, by default ``os.environ``: MEMKIT_LLM_TIMEOUT, MEMKIT_LLM_MAX_TOKENS, ...)
+        caller's own settings (``base``, by default this process's environment: MEMKIT_LLM_TIMEOUT, MEMKIT_LLM_MAX_TOKENS, ...)
         are kept; only the endpoint and the model are this server's."""
-        return {**(os.environ if base is None else base), "MEMKIT_LLM_BASE_URL": self.base_url,
+        return {**(environment() if base is None else base), "MEMKIT_LLM_BASE_URL": self.base_url,
                 "MEMKIT_LLM_MODEL": self.alias}
 
     def requests(self) -> int:

@@ -13,14 +13,15 @@ from pathlib import Path
 import tiktoken
 from tiktoken_ext import openai_public
 
+from ..config import cache_dir, environ_set
+
 ENCODINGS = {"cl100k_base": openai_public.cl100k_base, "o200k_base": openai_public.o200k_base}
 _URL = "https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
 _lock = threading.Lock()
 
 
 def _cache_dir() -> Path:
-    base = os.environ.get("MEMKIT_CACHE_DIR") or os.path.join(Path.home(), ".cache", "memkit")
-    return Path(base) / "tiktoken"
+    return cache_dir() / "tiktoken"
 
 
 def seed_cache(name: str) -> Path:
@@ -43,15 +44,8 @@ def encoding(name: str = "cl100k_base") -> tiktoken.Encoding:
         raise ValueError(f"unknown encoding {name!r}; memkit ships {sorted(ENCODINGS)}")
     with _lock:
         folder = seed_cache(name)
-        previous = os.environ.get("TIKTOKEN_CACHE_DIR")
-        os.environ["TIKTOKEN_CACHE_DIR"] = str(folder)
-        try:
+        with environ_set("TIKTOKEN_CACHE_DIR", str(folder)):  # tiktoken finds its files only there
             params = ENCODINGS[name]()
-        finally:
-            if previous is None:
-                os.environ.pop("TIKTOKEN_CACHE_DIR", None)
-            else:
-                os.environ["TIKTOKEN_CACHE_DIR"] = previous
     return tiktoken.Encoding(**params)
 
 

@@ -25,6 +25,8 @@ import numpy as np
 from chromadb.api.types import EmbeddingFunction
 
 from ..models.embed import identity
+from .. import registry
+from ..config import cache_dir
 from ..errors import CacheUnavailable
 from .sql import connect_sqlite
 
@@ -40,8 +42,7 @@ CREATE INDEX IF NOT EXISTS vectors_used ON vectors (used);
 
 def default_path() -> Path:
     """``$MEMKIT_CACHE_DIR`` or ``$XDG_CACHE_HOME/memkit`` (``~/.cache/memkit``), file ``embeddings.sqlite3``."""
-    base = os.environ.get("MEMKIT_CACHE_DIR") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "memkit"
-    return Path(base) / "embeddings.sqlite3"
+    return cache_dir() / "embeddings.sqlite3"
 
 
 @contextmanager
@@ -251,3 +252,6 @@ def cached(embedder: Any, path: str | Path | None = None, max_items: int = MAX_I
 
 
 __all__ = ["CachedEmbedder", "EmbeddingCache", "MAX_ITEMS", "cached", "default_path"]
+
+
+registry.register("cache", "sqlite", lambda embedder, path: cached(embedder, path))  # Settings.embedder()
