@@ -130,6 +130,18 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_components(args: argparse.Namespace) -> int:
+    """``memkit components``: every registered policy, extractor, summarizer, strategy and embedder (built-in
+    and from installed plugins), with the module that registered it."""
+    from .registry import listing
+
+    for kind, found in listing().items():
+        print(f"{kind}:")
+        for name, module in found.items():
+            print(f"  {name:<24} {module}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``memkit`` command line: every subcommand and option, each with its help."""
     from . import __version__
@@ -140,6 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="play the Tuesday/Friday story and print both layers and Friday's context")
     demo.add_argument("--budget", type=int, default=400, help="context budget in tokens")
     demo.set_defaults(func=cmd_demo)
+    sub.add_parser("components", help="list every registered component (built-in and from installed plugins)"
+                   ).set_defaults(func=cmd_components)
     serve = sub.add_parser("serve", help="run Chroma's server (chroma run) on PATH with a bounded index cache")
     serve.add_argument("path", help="the Chroma folder (an on-disk store's folder works too)")
     serve.add_argument("--port", type=int, default=8000, help="port to listen on (default: %(default)s)")

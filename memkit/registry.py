@@ -37,7 +37,9 @@ DEFAULT_EMBEDDER = "minilm"
 # A strategy name of this prefix is two-layer memory under the policy it names: the factory registered under
 # the bare prefix, given ``policy=``
 TWO_LAYER = "two-layer:"
-# the modules whose components register themselves, loaded before the first lookup
+# the modules whose components register themselves, loaded by name before the first lookup (as simonw/llm
+# loads its default plugins); then every installed package's entry point in the group PLUGINS
+PLUGINS = "memkit.plugins"
 BUILT_IN = ("memkit.write.rules", "memkit.write.extract", "memkit.write.summarize", "memkit.write.reconcile",
             "memkit.strategies", "memkit.models.embed", "memkit.models.llm", "memkit.store.embed_cache")
 _REGISTRY: dict[str, dict[str, Callable[..., Any]]] = {kind: {} for kind in KINDS}
@@ -50,6 +52,32 @@ def _built_in() -> None:
         _loaded = True
         for module in BUILT_IN:
             importlib.import_module(module)
+        _plugins()
+
+
+def _plugins() -> None:
+    """Load every installed plugin: each entry point of the group ``memkit.plugins`` names a module whose import
+    registers its components (``register(kind, name, factory)``), or a function called once with no arguments
+    (``[project.entry-points."memkit.plugins"] mine = "my_package.memkit_plugin"``; docs/extending.md)."""
+    from importlib.metadata import entry_points
+
+    for ep in sorted(entry_points(group=PLUGINS), key=lambda e: e.name):
+        try:
+            loaded = ep.load()
+            if callable(loaded):
+                loaded()
+        except Exception as e:  # a plugin that cannot load is named, never a silent absence
+            raise ConfigError(f"the memkit plugin {ep.name!r} ({ep.value}) failed to load: "
+                              f"{type(e).__name__}: {e}") from e
+
+
+def listing() -> dict[str, dict[str, str]]:
+    """Every registered component: kind -> name -> the module that registered it (``memkit components``)."""
+    _built_in()
+    out = {kind: {name: getattr(made, "__module__", "?") for name, made in sorted(_REGISTRY[kind].items())
+                  if name != TWO_LAYER} for kind in KINDS}
+    out["strategy"].update({TWO_LAYER + p: out["policy"][p] for p in out["policy"]})
+    return out
 
 
 def _kind(kind: str) -> dict[str, Callable[..., Any]]:

@@ -83,3 +83,11 @@ def postgres_url(tmp_path_factory: pytest.TempPathFactory):
     server = pgserver.get_server(str(tmp_path_factory.mktemp("pg")), cleanup_mode="stop")
     yield server.get_uri()
     server.cleanup()
+
+
+def interruptible() -> None:
+    """``preexec_fn`` of a child a test interrupts: SIGINT back to its default, so the child's Python raises
+    KeyboardInterrupt on it even when this run was started where SIGINT is ignored (a shell's background job)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

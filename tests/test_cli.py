@@ -4,6 +4,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+from conftest import interruptible
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -152,7 +153,8 @@ def test_ctrl_c_in_bench_says_what_was_saved_and_how_to_resume(tmp_path):
     # signal takes to arrive, however loaded the machine (with four short jobs, a loaded machine finished first)
     proc = subprocess.Popen([sys.executable, "-m", "memkit.cli", "bench", "--data", str(ROOT / "data" / "chats.jsonl"),
                              "--strategy", "window,rag:bm25,two-layer:keyed", "--no-turn-tokens", "--embed-cache", "off",
-                             "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=interruptible)
     deadline = time.time() + 240
     while time.time() < deadline and not list((out / "parts").glob("job-*.pkl")):
         time.sleep(0.2)

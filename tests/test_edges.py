@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from conftest import interruptible
 
 from memkit import FactStore, Memory, ReadOptions
 from memkit.errors import (DatasetError, InvalidArgument, MemkitError, StoreClosed, StoreCorrupt, StorePathError,
@@ -569,7 +570,7 @@ def test_memkit_serve_stops_its_chroma_child_on_a_signal(tmp_path, sig, when):
 
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "memkit.cli", "serve", str(tmp_path / "data"), "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=interruptible)
 
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not _children(proc.pid):  # the chroma child exists
@@ -630,7 +631,7 @@ def test_ctrl_c_in_a_bench_with_worker_processes_ends_it_and_its_workers(tmp_pat
     suite = Path(__file__).parents[1] / "data" / "suite.jsonl"
     proc = subprocess.Popen([sys.executable, "-m", "memkit.cli", "bench", "--data", str(suite), "--strategy",
                              "window,rag:hybrid,two-layer:keyed", "--jobs", "2", "--out", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=interruptible)
 
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and not list((out / "parts").glob("job-*.pkl")):  # the jobs are running
