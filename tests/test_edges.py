@@ -695,3 +695,44 @@ def test_a_context_reads_the_same_in_every_time_zone():
         texts[zone] = done.stdout
     assert "28 December 2023" in texts["UTC"] and "30 December 2023" in texts["UTC"]
     assert texts["Asia/Tokyo"] == texts["UTC"] == texts["America/Los_Angeles"]
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process under ``pid``, started by any of its threads (Dask's nannies start workers from the cluster's
+    event-loop thread, whose children /proc lists under that thread)."""
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        kids = [int(k) for t in Path(f"/proc/{parent}/task").glob("*") for k in _read(t / "children").split()]
+        found += kids
+        todo += kids
+    return found
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+def test_ctrl_c_in_a_bench_on_a_local_dask_cluster_ends_it_and_the_cluster(tmp_path):
+    """The same on a Dask cluster the bench started (``--scheduler local:2``): interrupted while its workers run
+    jobs, the run ends with 130 and says so, and no process of the cluster outlives it."""
+    import signal
+    import time
+
+    out = tmp_path / "out"
+    suite = Path(__file__).parents[1] / "data" / "suite.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "memkit.cli", "bench", "--data", str(suite), "--strategy",
+                             "window,rag:hybrid,two-layer:keyed", "--scheduler", "local:2", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=interruptible)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not list((out / "parts").glob("job-*.pkl")):  # the workers run jobs
+        time.sleep(0.05)
+    running = _descendants(proc.pid)
+    assert len(running) >= 2, proc.communicate(timeout=60)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=300)  # a bound against a hang only
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err[-2000:]
+    assert all(_ends(pid) for pid in running)
