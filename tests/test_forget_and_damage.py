@@ -13,7 +13,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from chromadb.errors import InternalError
 
 from memkit import FactStore, Memory, SessionStore
 from memkit.cli import main
@@ -249,10 +248,6 @@ def test_a_fact_the_profile_lost_is_given_back_from_the_event_log(tmp_path, embe
     store.close()
 
 
-@pytest.mark.xfail(raises=InternalError, strict=False,
-                   reason="Chroma's intermittent 'Error creating hnsw segment reader: Nothing found on disk' (issue 62, "
-                          "item 5): reproduced by this test in 1 of 3 clean-clone runs, not yet fixed; any other "
-                          "failure, a forgotten note shown or a kept one missing, still fails it")
 def test_forget_recreate_and_eviction_in_a_seeded_random_order_read_only_what_is_current(tmp_path, embedder):
     """Users forgotten, written again and evicted from the loaded set (max_users=2) in a seeded random order,
     with reopenings: every read works, and shows a user's notes since their last forget and none before."""

@@ -75,6 +75,40 @@ def test_users_beyond_the_cap_are_evicted_and_still_read_correctly(tmp_path, emb
     store.close()
 
 
+def test_an_index_evicted_after_a_one_item_write_keeps_that_item(tmp_path, embedder):
+    """Chroma drops an evicted index's unwritten changes (and, for one never written, fails every later query
+    with "Nothing found on disk"); it replays a collection's log only at its first query in a process. Each
+    user's index is read, then written one item at a time, past Chroma's cache of loaded indexes: every item is
+    found again."""
+    from memkit.store.chroma import ChromaIndex
+
+    index = ChromaIndex.persistent(tmp_path / "cap", embedder, "memkit", max_users=2)
+    users = 4 * index.client._server.hnsw_cache_size + 10  # Chroma's own bound, sized by memkit from max_users
+    rng = random.Random(0)
+    for u in range(users):
+        for i in range(3):  # a last write of one item (at most 2 were kept before the fix)
+            index.put(f"o{u}", f"u{u}", "episodes", [f"{u}.{i}"], [[rng.random() for _ in range(index.dimension)]])
+            index.nearest(f"o{u}", f"u{u}", [1.0] * index.dimension, 1)
+    found = {u: len(index.nearest(f"o{u}", f"u{u}", [1.0] * index.dimension, 10)) for u in range(users)}
+    assert found == {u: 3 for u in range(users)}
+    index.close()
+
+
+def test_a_collection_made_with_the_old_write_threshold_is_given_the_new_one_when_opened(tmp_path, embedder,
+                                                                                         monkeypatch):
+    from memkit.store import chroma
+
+    monkeypatch.setitem(chroma.HNSW, "sync_threshold", 2)  # how memkit made collections before
+    index = chroma.ChromaIndex.persistent(tmp_path / "old", embedder, "memkit")
+    index.put("o", "u", "episodes", ["1"], [[1.0] * index.dimension])
+    index.close()
+    monkeypatch.undo()
+    index = chroma.ChromaIndex.persistent(tmp_path / "old", embedder, "memkit")
+    assert len(index.nearest("o", "u", [1.0] * index.dimension, 5)) == 1
+    assert index.client.get_collection(index.collection_name("o")).configuration["hnsw"]["sync_threshold"] == 1
+    index.close()
+
+
 def test_the_cap_must_be_positive(tmp_path):
     with pytest.raises(InvalidArgument, match="max_users"):
         FactStore.persistent(str(tmp_path / "bad"), max_users=0)

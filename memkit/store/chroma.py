@@ -33,15 +33,18 @@ from .base import past_ties
 # Users whose index stays loaded in an embedded store (one HNSW index each); the least recently used are
 # evicted beyond it. Measured at 1,000 users with 100 items each (docs/decisions.md, "Loaded users per process").
 MAX_USERS = 64
-# cosine distance; and an index written to disk after every batch of 2 changes instead of Chroma's 1000, so a
-# small user's index is on disk when the LRU above evicts it (Chroma cannot reload an index it never wrote).
+# cosine distance; and an index written to disk after every change (Chroma's default waits for 1000): Chroma's
+# loaded-index cache drops the indexes it evicts, and one dropped before it was written is then "Nothing found
+# on disk" for every later query of the process, or silently misses the changes made since its last write
+# (Chroma replays a collection's log once per process). At 2, a user whose last write was one item lost it so:
+# 11 of 30 collections of 3 items read back 2 (docs/architecture.md §2).
 # One build thread, and a search breadth of 1,000 (Chroma's is 100): the graph depends on the order in which
 # Chroma applies its log, which moves with what else the process wrote before, so at 100 or 200 one
 # conversation's dense ranking changed with the conversations run before it; a search that visits every
 # item of a user below 1,000 is exact, whatever the graph (docs/architecture.md §9). A collection keeps the
-# settings it was made with.
+# settings it was made with; an older one is given this write threshold when it is opened.
 EF_SEARCH = 1000
-HNSW = {"space": "cosine", "sync_threshold": 2, "batch_size": 2, "num_threads": 1, "ef_search": EF_SEARCH}
+HNSW = {"space": "cosine", "sync_threshold": 1, "batch_size": 2, "num_threads": 1, "ef_search": EF_SEARCH}
 # The two parts of a user's collection: the tag that prefixes an item's Chroma id and is its metadata "part"
 TAGS = {"facts": "f", "episodes": "e"}
 PART_OF_TAG = {tag: part for part, tag in TAGS.items()}
@@ -231,6 +234,7 @@ class ChromaIndex:
                 col = self.client.get_or_create_collection(name, embedding_function=self.collection_embedder,
                                                            configuration={"hnsw": HNSW}, metadata=meta)
             self._check(user_id, col)
+            _write_every_change(col)
         with self._guard:
             self._collections[name] = col
             while len(self._collections) > self.max_users:
@@ -296,6 +300,13 @@ class ChromaIndex:
             except NotFoundError:
                 pass  # another process moved it first
         col.modify(metadata={k: v for k, v in col.metadata.items() if k != "moving"})
+
+
+def _write_every_change(col: Any) -> None:
+    """Give a collection made before memkit wrote every change to disk the write threshold of ``HNSW``."""
+    hnsw = (getattr(col, "configuration", None) or {}).get("hnsw") or {}
+    if hnsw.get("sync_threshold", HNSW["sync_threshold"]) > HNSW["sync_threshold"]:
+        col.modify(configuration={"hnsw": {"sync_threshold": HNSW["sync_threshold"]}})
 
 
 @contextmanager
