@@ -18,18 +18,14 @@ from . import registry, validate
 from .store.passages import PASSAGE_TOKENS
 from .config import Settings
 from .write.episodic import EpisodicBuffer, SessionStore
-from .errors import ConfigError, ExtractionError, ModelUnavailable, StoreClosed, StoreUnavailable
-from .models.llm import probing
+from .errors import ConfigError, StoreClosed
 from .write.extract import Extractor, LLMExtractor
+from .write.path import WritePath
 from .store import BULK_SIZE, FactStore
 from .read.pipeline import ReadOptions, profile_block, read, read_notes, search_facts
-from .write.rules import RuleExtractor, attribute
+from .write.rules import RuleExtractor
 from .write.summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
-from .types import Candidate, Context, Episode, Event, EventKind, Hit, Turn
-
-# Extractions of one turn whose reply could not be used (each already asked again once: LLMExtractor.retries)
-# before the turn is settled with its ERROR event; until then it waits for flush() (docs/decisions.md)
-EXTRACT_ATTEMPTS = 3
+from .types import Candidate, Context, Episode, Event, Hit, Turn
 
 Retriever = Callable[[str], Sequence[str]]
 
@@ -51,12 +47,13 @@ class Memory:
         validate.positive_int("window_tokens", window_tokens)
         self._owns_store = store is None  # close() closes a store it made, never one it was given
         self.store = store or FactStore.ephemeral()
-        self.extractor = extractor or RuleExtractor()
         self.summarizer = summarizer or ExtractiveSummarizer()
-        self.policy: reconcile.Policy = registry.as_policy(policy)  # a registered name, or an object
-        if not isinstance(self.policy, reconcile.Policy):
+        policy = registry.as_policy(policy)  # a registered name, or an object
+        if not isinstance(policy, reconcile.Policy):
             raise ConfigError(f"{policy!r} is not a policy: it needs name, resolves_at_read, plan() and resolve() "
                               "(memkit.write.reconcile.Policy)")
+        # extraction, the policy and the retry queue (memkit/write/path.py)
+        self.writes = WritePath(self.store, extractor or RuleExtractor(), policy)
         self.chat_model = chat_model
         self.sessions_store = sessions
         self.window_tokens, self.summary_tokens = window_tokens, summary_tokens
@@ -161,77 +158,40 @@ class Memory:
         episode = self.store.add_episode(user_id, Episode("", user_id, session_id, turn.id, speaker or role, role,
                                                           turn.content, turn.time, turn.tokens,
                                                           passage_tokens=self.passage_tokens), extract=extract)
-        return self._extract(user_id, turn, speaker, episode.id) if extract else []
+        return self.writes.turn(user_id, turn, speaker, episode.id) if extract else []
 
-    def _extract(self, user_id: str, turn: Turn, speaker: str | None, episode_id: str) -> list[Event]:
-        try:
-            cands = self.extractor.extract(turn.content, (turn.id,))
-            refused = getattr(cands, "refused", ())  # the items of a partly good reply left out (extract.Candidates)
-            if speaker is not None:
-                cands = attribute(cands, speaker)
-        except ModelUnavailable as e:  # the turn stays marked in the records: any later flush() extracts it
-            return [self._error(user_id, f"{type(e).__name__}: {e}; the turn waits for flush()", (turn.id,), turn.time)]
-        except ExtractionError as e:  # a reply that could not be used: tried again by flush(), a bounded number of times
-            attempts = self.store.queue.attempted(user_id, episode_id)
-            if attempts < EXTRACT_ATTEMPTS:
-                return [self._error(user_id, f"{e}; attempt {attempts} of {EXTRACT_ATTEMPTS}: the turn waits for flush()",
-                                    (turn.id,), turn.time)]
-            self.store.queue.extracted(user_id, episode_id)
-            return [self._error(user_id, f"{e}; given up after {attempts} attempts", (turn.id,), turn.time)]
-        try:
-            events = self.write(user_id, cands, turn.time)
-        except StoreUnavailable:  # the candidates wait in the records (write): the turn itself is settled
-            self.store.queue.extracted(user_id, episode_id)
-            raise
-        self.store.queue.extracted(user_id, episode_id)
-        if refused:  # named in the log beside what was kept, never retried: the reply was read
-            events = [*events, self._error(user_id, f"refused from the model's reply: {'; '.join(refused)}; the "
-                                           f"other {len(cands)} kept", (turn.id,), turn.time)]
-        return events
+    @property
+    def extractor(self) -> Extractor:
+        return self.writes.extractor
+
+    @extractor.setter
+    def extractor(self, extractor: Extractor) -> None:
+        self.writes.extractor = extractor
+
+    @property
+    def policy(self) -> reconcile.Policy:
+        return self.writes.policy
+
+    @policy.setter
+    def policy(self, policy: reconcile.Policy) -> None:
+        self.writes.policy = policy
 
     @property
     def pending_turns(self) -> list[tuple[str, Turn, str | None]]:
         """``(user_id, turn, speaker)`` of the turns whose extraction waits (for the model, or for a process
         that died before it finished), from the store's records: what ``flush()`` extracts."""
-        return [(e.user_id, _turn(e), _speaker(e)) for e in self.store.queue.to_extract()]
+        return self.writes.pending_turns()
 
     @property
     def pending(self) -> list[tuple[str, list[Candidate], float | None]]:
         """``(user_id, candidates, time)`` of the writes whose planning waits for the store or the model, from
         the store's records: what ``flush()`` plans."""
-        return [(user_id, cands, time) for _, user_id, cands, time in self.store.queue.waiting()]
-
-    def _error(self, user_id: str, reason: str, source: tuple[str, ...], time: float | None) -> Event:
-        event = Event(EventKind.ERROR, user_id, reason=reason, source=source, **({"time": time} if time is not None else {}))
-        self._record(user_id, [event])
-        return event
+        return self.writes.pending()
 
     def write(self, user_id: str, cands: Sequence[Candidate], time: float | None = None) -> list[Event]:
-        """Plan and apply ``cands`` under the policy, one writer per user at a time.
-
-        If the store (or the policy's model) is down while planning, the candidates wait in the store's records
-        (``pending``, with their time) for ``flush()``; if it goes down while applying, the planned events are
-        already in the event log and ``flush()`` applies them.
-        """
-        try:
-            return self._write(user_id, cands, time)
-        except ModelUnavailable as e:
-            self.store.queue.wait(user_id, cands, time)
-            return [self._error(user_id, f"{type(e).__name__}: {e}; the facts wait for flush()", cands[0].source, time)]
-        except StoreUnavailable:
-            self.store.queue.wait(user_id, cands, time)
-            raise
-
-    def _write(self, user_id: str, cands: Sequence[Candidate], time: float | None) -> list[Event]:
-        if not cands:
-            return []
-        with self.store.user_lock(user_id):
-            try:
-                events = reconcile.plan(self.policy, self.store, user_id, cands, time)
-            except ExtractionError as e:
-                return [self._error(user_id, str(e), cands[0].source, time)]
-            reconcile.apply(self.store, user_id, events)  # logged before the index changes
-        return events
+        """Plan and apply ``cands`` under the policy, one writer per user at a time (``WritePath.write``: what
+        the store or the model could not take waits in the store's records for ``flush()``)."""
+        return self.writes.write(user_id, cands, time)
 
     def flush(self) -> list[Event]:
         """Apply what the event log holds unapplied (never planned again), extract the turns that waited for the
@@ -239,22 +199,7 @@ class Memory:
         later process finishes what an earlier one could not. A write that meets the outage again keeps
         waiting (``StoreUnavailable`` is raised; what is left stays for the next ``flush()``)."""
         self._check_open()
-        events = self.store.replay() + _extract_waiting(self)
-        for wait_id, user_id, cands, time in self.store.queue.waiting():
-            try:
-                done = self._write(user_id, cands, time)
-            except ModelUnavailable as e:
-                events.append(self._error(user_id, f"{type(e).__name__}: {e}; the facts wait for flush()", cands[0].source, time))
-                continue
-            self.store.queue.written(user_id, wait_id)
-            events += done
-        return events
-
-    def _record(self, user_id: str, events: list[Event]) -> None:
-        try:
-            self.store.record(user_id, events)
-        except StoreUnavailable:
-            pass  # the event is still returned to the caller
+        return self.writes.flush()
 
     # ---- read path ---------------------------------------------------------------------------
     def search(self, user_id: str, query: str, k: int | None = None, min_score: float | None = None) -> list[Hit]:
@@ -331,27 +276,3 @@ class Memory:
         """``with Memory() as memory:`` closes the store on leaving if this memory made it (no ``store=``); a
         store you passed stays open for you (the background threads stop either way)."""
         self.close() if self._owns_store else self._stop()
-
-
-def _extract_waiting(memory: Memory) -> list[Event]:
-    """``flush()``'s extraction of the turns that wait for the model, oldest first. A circuit breaker left open by
-    an outage lets the first call try the model now (``llm.probing``): whoever flushes expects it tried. If it is
-    still down, that turn's ERROR event says so and the others keep waiting, without an event each."""
-    events: list[Event] = []
-    with probing():
-        for episode in memory.store.queue.to_extract():
-            done = memory._extract(episode.user_id, _turn(episode), _speaker(episode), episode.id)
-            events += done
-            if done and done[0].kind is EventKind.ERROR and done[0].reason.startswith(ModelUnavailable.__name__):
-                break
-    return events
-
-
-def _turn(e: Episode) -> Turn:
-    """The session turn an episode records."""
-    return Turn(e.turn_id, e.session_id, e.user_id, e.role, e.content, e.tokens, e.time)
-
-
-def _speaker(e: Episode) -> str | None:
-    """The named speaker ``observe`` was given for an episode's turn, or None (the episode then names its role)."""
-    return None if e.speaker == e.role else e.speaker

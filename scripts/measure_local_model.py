@@ -36,7 +36,7 @@ import pandas as pd
 from memkit import FactStore, Memory
 from memkit.config import Settings
 from memkit.eval.model_run import CONVERSATION, outcomes, play, written_twice
-from memkit.memory import EXTRACT_ATTEMPTS
+from memkit.write.path import EXTRACT_ATTEMPTS
 from memkit.models.server import LlamaServer
 from memkit.types import EventKind
 

@@ -18,7 +18,7 @@ from memkit.config import Settings
 from memkit.errors import ModelUnavailable
 from memkit.eval.model_run import CONVERSATION, outcomes, play, written_twice
 from memkit.models.llm import OpenAIChat
-from memkit.memory import EXTRACT_ATTEMPTS
+from memkit.write.path import EXTRACT_ATTEMPTS
 from memkit.models.server import LlamaServer, packaged_model
 from memkit.types import EventKind
 from memkit.write.extract import KEY

@@ -560,3 +560,25 @@ def test_records_of_an_older_memkit_migrate_once_at_open(tmp_path):
     again = Records(path)  # opened again: nothing to migrate, the mark kept
     assert again.version == len(steps) and [e.id for e in again.to_extract()] == [new.id]
     again.close()
+
+
+def test_the_write_path_works_without_a_memory(embedder):
+    """``WritePath`` is the write side on its own (what an async memory or an agent framework's store builds
+    on): a turn recorded for extraction is extracted, planned and settled; a plain-list extractor works."""
+    from memkit.types import Episode, Turn
+    from memkit.write.path import WritePath
+    from memkit.write.reconcile import KeyedPolicy
+
+    class Plain:
+        def extract(self, text, source=()):
+            return [Candidate(text="User lives in Oslo.", key="user.city", value="Oslo", source=source)]
+
+    store = FactStore.ephemeral(embedder)
+    path = WritePath(store, Plain(), KeyedPolicy())
+    turn = Turn("t1", "s", "u", "user", "I live in Oslo.", 5, 1.7e9)
+    episode = store.add_episode("u", Episode("", "u", "s", "t1", "user", "user", turn.content, turn.time, 5), extract=True)
+    assert path.pending_turns() == [("u", turn, None)]
+    events = path.turn("u", turn, None, episode.id)
+    assert [e.kind.value for e in events] == ["ADD"] and [f.value for f in store.get("u")] == ["Oslo"]
+    assert path.pending_turns() == [] and path.flush() == []
+    store.close()

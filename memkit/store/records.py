@@ -38,7 +38,7 @@ CREATE TABLE waiting_writes (seq INTEGER PRIMARY KEY AUTOINCREMENT, owner TEXT N
         # timeframe, memkit/read/timeframe.py)
         """ALTER TABLE episodes ADD COLUMN passage_tokens INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX episodes_time ON episodes(owner, time)""",
-        # how many extractions of a turn met a reply that could not be used (memory.EXTRACT_ATTEMPTS bounds it)
+        # how many extractions of a turn met a reply that could not be used (write.path.EXTRACT_ATTEMPTS bounds it)
         "ALTER TABLE episodes ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0",
     ),
     "postgres": (

@@ -54,9 +54,15 @@ class Candidates(list):
 
 @runtime_checkable
 class Extractor(Protocol):
-    """Anything that turns a user's message into candidate facts."""
+    """Anything that turns a user's message into candidate facts: a list of ``Candidate``, or ``Candidates``
+    to name what it left out of its model's reply (``refused_of``)."""
 
     def extract(self, text: str, source: tuple[str, ...] = ()) -> list[Candidate]: ...
+
+
+def refused_of(cands: list[Candidate]) -> tuple[str, ...]:
+    """What an extractor left out of its reply and why: ``Candidates.refused``, nothing for a plain list."""
+    return cands.refused if isinstance(cands, Candidates) else ()
 
 
 def candidates_from_json(data: Any, received: str, source: tuple[str, ...] = ()) -> Candidates:
