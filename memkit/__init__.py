@@ -15,6 +15,7 @@ _EXPORTS = {  # name -> the module that defines it, imported on first use (PEP 5
     **dict.fromkeys(('FactStore',), "store"),
     **dict.fromkeys(('ChatModel', 'OpenAIChat', 'parse_json'), "models.llm"),
     **dict.fromkeys(('Memory',), "memory"),
+    **dict.fromkeys(('AsyncMemory',), "aio"),
     **dict.fromkeys(('ReadOptions',), "read.pipeline"),
     **dict.fromkeys(('RecallOptions',), "read.recall"),
     **dict.fromkeys(('AppendPolicy', 'KeyedPolicy', 'LLMPolicy', 'POLICIES', 'Policy', 'SimilarityPolicy', 'TemporalPolicy'), "write.reconcile"),
@@ -53,6 +54,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors
     from .store import FactStore
     from .models.llm import ChatModel, OpenAIChat, parse_json
     from .memory import Memory
+    from .aio import AsyncMemory
     from .read.pipeline import ReadOptions
     from .read.recall import RecallOptions
     from .write.reconcile import POLICIES, AppendPolicy, KeyedPolicy, LLMPolicy, Policy, SimilarityPolicy, TemporalPolicy
@@ -63,7 +65,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors
 
 __version__ = "0.2.0"
 __all__ = [
-    "AppendPolicy", "CacheUnavailable", "CachedEmbedder", "Candidate", "ChatModel", "ConfigError", "Context", "DatasetError", "DimensionMismatch",
+    "AppendPolicy", "AsyncMemory", "CacheUnavailable", "CachedEmbedder", "Candidate", "ChatModel", "ConfigError", "Context", "DatasetError", "DimensionMismatch",
     "EXTRACTION_PROMPT", "EmbedderMismatch", "EmbeddingCache", "Episode", "EpisodicBuffer", "Event", "EventKind", "ExtractionError", "ExtractiveSummarizer",
     "Extractor", "Fact", "FactStore", "Hit", "InvalidArgument", "InvalidContent", "IsolationError", "KeyedPolicy",
     "LLMExtractor", "LLMPolicy", "LLMSummarizer", "MemkitError", "Memory", "MissingSessionId", "MissingUserId",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from typing import Any, Sequence
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -142,6 +142,24 @@ def cmd_components(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    """``memkit mcp``: an MCP server over stdio (or streamable HTTP on loopback) until the client goes away."""
+    from .integrations import mcp
+
+    return mcp.run(args.store, "stdio" if args.http is None else "http", args.http or 0,
+                   log=lambda line: print(line, file=sys.stderr))
+
+
+def _add_mcp(sub: Any) -> None:
+    mcp = sub.add_parser("mcp", help="serve memory to MCP clients: remember, recall, search_facts, profile, forget "
+                                     "(pip install 'memkit-lab[mcp]')")
+    mcp.add_argument("--store", default=None, metavar="URL|PATH",
+                     help="file://FOLDER, postgresql://..., chroma://HOST:PORT or a folder (default: MEMKIT_STORE)")
+    mcp.add_argument("--http", type=int, default=None, metavar="PORT",
+                     help="serve streamable HTTP on 127.0.0.1:PORT instead of stdio")
+    mcp.set_defaults(func=cmd_mcp)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``memkit`` command line: every subcommand and option, each with its help."""
     from . import __version__
@@ -186,6 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
         one.add_argument("path", help="the store's folder (FactStore.persistent(path))")
         one.add_argument("--namespace", default="memkit", help="the store's namespace (default: %(default)s)")
         one.set_defaults(func=cmd_store)
+    _add_mcp(sub)
     nbs = sub.add_parser("notebooks", help="copy the teaching notebooks (and their py:percent sources) into DIR")
     nbs.add_argument("dir", help="folder to copy them into (created if missing)")
     nbs.add_argument("--force", action="store_true", help="overwrite notebooks already there")

@@ -38,6 +38,11 @@ def api_key(*names: str) -> str | None:
     return next((os.environ[n] for n in names if os.environ.get(n)), None)
 
 
+def store_url() -> str | None:
+    """``MEMKIT_STORE``: the store a long-running command serves (``memkit mcp``), a URL or a folder."""
+    return os.environ.get("MEMKIT_STORE") or None
+
+
 def environment() -> dict[str, str]:
     """A copy of this process's environment (what a server memkit starts inherits)."""
     return dict(os.environ)
