@@ -221,3 +221,18 @@ def test_memkit_embedder_chooses_the_embedder_of_every_store_built_without_one(t
         assert done.returncode == 0, done.stderr[-2000:]
         names = done.stdout.split()
         assert len(names) == 2 and all(expected in n for n in names), names
+
+
+def test_an_unknown_memkit_embedder_is_a_config_error_naming_the_choices(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    script = "from memkit import Memory\nMemory()\n"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "MEMKIT_EMBEDDER": "bogus"})
+    assert done.returncode != 0 and "ConfigError: unknown embedder 'bogus'" in done.stderr and "minilm" in done.stderr
+    data = str(Path(__file__).resolve().parents[1] / "data" / "suite.jsonl")
+    done = subprocess.run([sys.executable, "-m", "memkit", "bench", "--data", data, "--limit", "1", "--out", str(tmp_path / "o")],
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "MEMKIT_EMBEDDER": "bogus"})
+    assert done.returncode != 0 and "unknown embedder 'bogus'" in done.stderr and "Traceback" not in done.stderr

@@ -107,10 +107,11 @@ def _profile_findings(store: "FactStore", vectors: dict[str, str], full: bool) -
     if not full:  # at open, only the cheap case: no fact at all in the profile while facts have vectors
         if store.log.db.rows("SELECT 1 FROM profile LIMIT 1"):
             return []
-        with_facts = [o for o in vectors if store.vectors.fact_ids(o)]  # type: ignore[attr-defined]
-        return [Finding("log", f"the event log and profile hold no fact, but the vector index holds facts of "
-                        f"{len(with_facts)} users: the log was deleted, emptied or replaced. Restore it from a "
-                        "backup (the records alone cannot give back facts)", False)] if with_facts else []
+        # the first user with fact vectors is enough to refuse: an open does not read every user's index
+        first = next((o for o in sorted(vectors) if store.vectors.fact_ids(o)), None)  # type: ignore[attr-defined]
+        return [Finding("log", f"the event log and profile hold no fact, but the vector index holds facts (of user "
+                        f"{vectors[first]!r}, and maybe others): the log was deleted, emptied or replaced. Restore "
+                        "it from a backup (the records alone cannot give back facts)", False)] if first else []
     lost, behind = _lost_facts(store, vectors)
     found = []
     if lost:
