@@ -22,7 +22,7 @@ _EXPORTS = {  # name -> the module that defines it, imported on first use (PEP 5
     **dict.fromkeys(('as_policy',), "registry"),
     **dict.fromkeys(('RuleExtractor',), "write.rules"),
     **dict.fromkeys(('ExtractiveSummarizer', 'LLMSummarizer', 'Summarizer', 'Summary'), "write.summarize"),
-    **dict.fromkeys(('Candidate', 'Context', 'Episode', 'Event', 'EventKind', 'Fact', 'Hit', 'Part', 'Recalled', 'Turn'), "types"),
+    **dict.fromkeys(('Candidate', 'Context', 'Episode', 'Event', 'EventKind', 'Fact', 'Hit', 'Part', 'Recalled', 'Turn', 'Why'), "types"),
 }
 
 
@@ -61,7 +61,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors
     from .registry import as_policy
     from .write.rules import RuleExtractor
     from .write.summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer, Summary
-    from .types import Candidate, Context, Episode, Event, EventKind, Fact, Hit, Part, Recalled, Turn
+    from .types import Candidate, Context, Episode, Event, EventKind, Fact, Hit, Part, Recalled, Turn, Why
 
 __version__ = "0.2.0"
 __all__ = [
@@ -71,5 +71,5 @@ __all__ = [
     "LLMExtractor", "LLMPolicy", "LLMSummarizer", "MemkitError", "Memory", "MissingSessionId", "MissingUserId",
     "ModelUnavailable", "OpenAIChat", "POLICIES", "Part", "Policy", "ReadOptions", "RecallOptions", "Recalled", "RuleExtractor",
     "SessionStore", "Settings", "SimilarityPolicy", "StoreClosed", "StoreCorrupt", "StoreFull", "StoreLocked", "StorePathError",
-    "StoreUnavailable", "Summarizer", "Summary", "TemporalPolicy", "Turn", "as_policy", "parse_json", "__version__",
+    "StoreUnavailable", "Summarizer", "Summary", "TemporalPolicy", "Turn", "Why", "as_policy", "parse_json", "__version__",
 ]

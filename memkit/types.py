@@ -205,6 +205,28 @@ class Event:
         )
 
 
+class Why(str):
+    """Why an item is in a read: the text the context account shows (``"dense #1 + lexical #3"``, ``"profile"``)
+    and, as data, its ``kind`` (``"recalled"``, ``"profile"``, ``"instruction"``, ...) and, for a recalled item,
+    its rank in each ranking that found it (``ranks``). A plain string given as a ``why`` is its own kind."""
+
+    kind: str
+    ranks: tuple[tuple[str, int], ...]
+
+    def __new__(cls, kind: str, ranks: "tuple[tuple[str, int], ...]" = ()) -> "Why":
+        ranks = tuple(sorted(ranks))
+        self = super().__new__(cls, " + ".join(f"{c} #{r}" for c, r in ranks) if ranks else kind)
+        self.kind, self.ranks = kind, ranks
+        return self
+
+    def __getnewargs__(self) -> tuple[str, tuple[tuple[str, int], ...]]:  # pickled as what it is made of
+        return self.kind, self.ranks
+
+
+def as_why(why: str) -> Why:
+    return why if isinstance(why, Why) else Why(why)
+
+
 @dataclass(frozen=True)
 class Hit:
     """A fact found by a search: ``similarity`` in [-1, 1] (higher is closer), the ranking ``score``, and ``why`` it is here."""
@@ -212,7 +234,10 @@ class Hit:
     fact: Fact
     similarity: float
     score: float
-    why: str = "similar"
+    why: Why = Why("similar")
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "why", as_why(self.why))
 
 
 @dataclass(frozen=True)

@@ -471,17 +471,17 @@ def test_a_near_identical_line_is_folded_into_the_one_shown_and_a_different_one_
 
 
 def test_an_excerpt_leaves_out_a_line_the_context_already_shows():
-    from memkit.read.assemble import pack_episodes
+    from memkit.read.assemble import PackOptions, pack_episodes
     from memkit.types import Recalled
 
     sign_off = "I hope this helps, and let me know if you want me to adjust anything."
     answers = [f"Intro {i}.\nThe ferry to Pier {i} leaves at 7:4{i}.\n{sign_off}\nMore {i}." for i in (4, 9)]
     recalled = [Recalled(Episode(str(n), "u", f"s{n}", f"s{n}:2", "assistant", "assistant", a, 1e9 + n).excerpt(
         (a.index("The ferry"), a.index("\nMore"))), 1.0 / n, {"dense": n}) for n, a in enumerate(answers, 1)]
-    part = pack_episodes(recalled, 400, skip=lambda e: False, dates=False)
+    part = pack_episodes(recalled, 400, lambda e: False, PackOptions(dates=False))
     assert part.text.count(sign_off) == 1 and [i["turn_id"] for i in part.items] == ["s1:2", "s2:2"]
     assert "Pier 9 leaves at 7:49" in part.text  # the rest of the second excerpt is shown
-    both = pack_episodes(recalled, 400, skip=lambda e: False, dates=False, fold_repeats=False)
+    both = pack_episodes(recalled, 400, lambda e: False, PackOptions(dates=False, fold_repeats=False))
     assert both.text.count(sign_off) == 2
 
 
@@ -500,7 +500,7 @@ def test_on_one_list_a_fact_that_only_names_the_subject_does_not_outrank_the_tur
 
 
 def test_one_list_takes_facts_and_episodes_in_the_order_of_their_scores_from_one_budget():
-    from memkit.read.assemble import pack_memory
+    from memkit.read.assemble import PackOptions, pack_memory
     from memkit.types import Hit, Recalled
 
     def said(n, text):
@@ -511,11 +511,11 @@ def test_one_list_takes_facts_and_episodes_in_the_order_of_their_scores_from_one
             Hit(Fact(id="p1", user_id="u", text="User's name is Ana."), float("nan"), float("nan"), "profile")]
     recalled = [said(1, "I play the cello on Tuesdays."), said(2, "The orchestra meets downtown."),
                 said(9, "Cello again.")]
-    facts, eps = pack_memory(hits, recalled, 400, 50, skip=lambda e: False, dates=False)
+    facts, eps = pack_memory(hits, recalled, 400, 50, lambda e: False, PackOptions(dates=False))
     assert [i["id"] for i in facts.items] == ["p1", "f1", "f2"] and "s1:9" not in [i["turn_id"] for i in eps.items]
     assert [i["rank"] for i in eps.items] == [1, 3]  # a place on the one list: the fact f1 ranks second
     tight = sum(line_cost(f"- {h.fact.text}") for h in hits[2:]) + line_cost("Ana: I play the cello on Tuesdays.")
-    facts, eps = pack_memory(hits, recalled, tight, 50, skip=lambda e: False, dates=False)
+    facts, eps = pack_memory(hits, recalled, tight, 50, lambda e: False, PackOptions(dates=False))
     assert [i["id"] for i in facts.items] == ["p1"] and [i["turn_id"] for i in eps.items] == ["s1:1"]
 
 
@@ -537,12 +537,12 @@ def test_a_near_repeat_is_the_first_shown_line_at_least_that_alike(threshold):
     # the packer's inlined check (with its length bound) against ``near`` itself, on lines of 0 to 6 words
     import random
 
-    from memkit.read.assemble import EpisodePacker, near
+    from memkit.read.assemble import EpisodePacker, PackOptions, near
 
     rng = random.Random(7)
     vocab = "a b c d e f g".split()
     for _ in range(300):
-        packer = EpisodePacker(1000, skip=lambda e: False, near_repeats=threshold)
+        packer = EpisodePacker(1000, lambda e: False, PackOptions(near_repeats=threshold))
         packer.words_of = {str(i): set(rng.sample(vocab, rng.randint(0, 6))) for i in range(6)}
         words = set(rng.sample(vocab, rng.randint(0, 6)))
         expected = next((r for r, w in packer.words_of.items() if near(words, w) >= threshold), None)
@@ -697,7 +697,7 @@ def test_a_speakers_run_of_lines_shows_the_name_once_and_each_line_is_charged_wh
     # running account (the name's cost changes for the line below a new one) matches the text it renders
     import random
 
-    from memkit.read.assemble import EpisodePacker
+    from memkit.read.assemble import EpisodePacker, PackOptions
 
     rng = random.Random(11)
     for _ in range(60):
@@ -705,7 +705,7 @@ def test_a_speakers_run_of_lines_shows_the_name_once_and_each_line_is_charged_wh
                         rng.choice(["I went hiking.", "Nice!", "The ferry leaves at 7:40 from Pier 9.",
                                     "Note: the ferry leaves at 7:40."]),
                         1.7e9 + (i // 5) * 86400 + i) for i in range(15)]
-        packer = EpisodePacker(10_000, skip=lambda e: False, fold_repeats=False, speaker_runs=runs)
+        packer = EpisodePacker(10_000, lambda e: False, PackOptions(fold_repeats=False, speaker_runs=runs))
         for rank, e in enumerate(rng.sample(said, rng.randint(1, 15)), 1):
             assert packer.take(e, rank, "lexical", 1.0, None)
         part = packer.part()

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from memkit import FactStore, Memory, ReadOptions
+from memkit import FactStore, Hit, Memory, ReadOptions
 from memkit.models.embed import MiniLMEmbedder
 from memkit.errors import InvalidArgument
 from memkit.store.log import EventLog
@@ -227,3 +227,26 @@ def test_the_word_user_selects_nothing_lexically(embedder):
     assert store.lexical("u", "facts", "the user", 10) == []
     assert store.lexical("u", "episodes", "what did the user say", 10) == []
     assert [i for i, _ in store.lexical("u", "facts", "Where does the user's sister live?", 10)] == ["f1"]
+
+
+def test_why_is_data_with_a_kind_and_the_read_options_pack_as_one_object(embedder):
+    """A hit's ``why`` reads as the account's text and carries its kind and ranks; ``Memory.search`` ranks as a
+    read does; the packing options travel as one ``PackOptions``."""
+    import pickle
+
+    from memkit.read.packing import PackOptions
+    from memkit.types import Why
+
+    m = Memory(store=FactStore.ephemeral(embedder))
+    m.observe("u", "s", "user", "I live in Lisbon.")
+    m.observe("u", "s", "user", "I prefer metric units.")
+    hits = m.search("u", "Which units do I prefer?", k=1)
+    top, rest = hits[0], hits[1:]
+    assert top.why.kind == "recalled" and dict(top.why.ranks).keys() <= {"dense", "lexical"} and "metric" in top.fact.text
+    assert str(top.why) == " + ".join(f"{c} #{r}" for c, r in sorted(top.why.ranks))
+    assert [h.why.kind for h in rest] == ["profile"] and rest[0].why == "profile"
+    assert pickle.loads(pickle.dumps(top)).why.ranks == top.why.ranks  # what a bench's workers send back
+    assert Why("instruction").kind == "instruction" and Hit(top.fact, 0.0, 0.0, why="mine").why.kind == "mine"
+    options = ReadOptions(episode_dates=False, episodes_for_facts=True, near_repeats=0.5)
+    assert options.packing == PackOptions(spare_sources=False, dates=False, near_repeats=0.5)
+    m.close()

@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from ..models import tokens
 from ..write.summarize import Summary
 from ..types import Episode, Hit, Part, Recalled, Turn
+from .packing import PackOptions
 from .lines import (date_label, episode_line, line_cost, name_cost, render_episodes, said_order, session_header,
                     unnamed)
 
@@ -37,7 +38,7 @@ class FactLines:
         """The tokens ``h``'s line took of ``left`` (0: it was not taken)."""
         line = f"- {h.fact.text}"
         cost = line_cost(line)
-        profile = h.why == "profile"
+        profile = h.why.kind == "profile"
         if profile and (self.profile_full or self.profile_used + cost > self.profile_tokens):
             self.profile_full = True
             return 0
@@ -54,15 +55,6 @@ class FactLines:
     def part(self) -> Part:
         text = "\n".join(self.lines)
         return Part("facts", text, tokens.count(text), tuple(self.items))
-
-
-# chosen on the dev splits (docs/decisions.md, "Repeats and diversity"): words this alike make two lines one, and a turn's
-# passages shown before other turns have theirs
-NEAR_REPEATS = 0.8
-PASSAGES_PER_TURN = 1
-# maximal marginal relevance's weight on novelty (``diversified``): 0, off, level with or above 0.6 on all four real
-# splits and a read's time saved (docs/decisions.md, "Repeats and diversity")
-DIVERSITY = 0.0
 
 
 @functools.lru_cache(maxsize=1 << 13)  # a read keys each candidate's words two or three times, and read after read
@@ -145,23 +137,26 @@ FIRST = ("instruction", "profile")  # the facts shown before any recalled item: 
 
 
 def pack_memory(hits: Sequence[Hit], recalled: Iterable[Recalled], budget: int, profile_tokens: int,
-                skip: Callable[[Episode], bool], spare_sources: bool = True, diversity: float = 0.0,
-                **episode_options: Any) -> tuple[Part, Part]:
+                skip: Callable[[Episode], bool], options: PackOptions = PackOptions(),
+                neighbours: Callable[[Episode], Sequence[Episode]] | None = None,
+                truncates: Callable[[str], bool] | None = None) -> tuple[Part, Part]:
     """The facts and episodes parts within ``budget``: first the standing instructions the question falls
     under (``why="instruction"``), then the profile block (the ``why="profile"`` hits, within
     ``profile_tokens``), then the recalled facts and the episodes on one ranked list, taken in the
     order of their fused scores while they fit, so a fact is shown only where it outranks the episodes. A
-    shown fact spares its source turns (``spare_sources``). ``episode_options`` are ``pack_episodes``'s.
+    shown fact spares its source turns (``options.spare_sources``); ``neighbours`` and ``truncates`` are
+    ``pack_episodes``'s.
 
     Measured on the dev splits (docs/measurements.md, "Facts on one list"): the profile last, or none, lost up to 0.17 of
     the evidence on the user-assistant shape."""
     block, used = FactLines(profile_tokens), 0
-    for h in sorted((h for h in hits if h.why in FIRST), key=lambda h: FIRST.index(h.why)):
+    for h in sorted((h for h in hits if h.why.kind in FIRST), key=lambda h: FIRST.index(h.why.kind)):
         used += block.take(h, budget - used)
-    stream = diversified(heapq.merge([h for h in hits if h.why not in FIRST], recalled, key=lambda x: -x.score),
-                         diversity)
-    eps = pack_episodes(stream, budget - used, lambda e: skip(e) or (spare_sources and e.turn_id in block.sources),
-                        facts=block, spare_facts=spare_sources, **episode_options)
+    stream = diversified(heapq.merge([h for h in hits if h.why.kind not in FIRST], recalled, key=lambda x: -x.score),
+                         options.diversity)
+    spare = options.spare_sources
+    eps = pack_episodes(stream, budget - used, lambda e: skip(e) or (spare and e.turn_id in block.sources), options,
+                        neighbours, truncates, facts=block, spare_facts=spare)
     return block.part(), eps
 
 
@@ -169,11 +164,11 @@ class EpisodePacker:
     """The episodes part being packed within ``budget`` (``pack_episodes``): what is shown, each line's
     cost (and its session's date line), and the repeats folded into a line shown."""
 
-    def __init__(self, budget: int, skip: Callable[[Episode], bool], dates: bool = True,
-                 truncates: Callable[[str], bool] | None = None, fold_repeats: bool = True,
-                 near_repeats: float = NEAR_REPEATS, speaker_runs: bool = True) -> None:
-        self.budget, self.skip, self.dates, self.truncates = budget, skip, dates, truncates
-        self.fold_repeats, self.near_repeats, self.speaker_runs = fold_repeats, near_repeats, speaker_runs
+    def __init__(self, budget: int, skip: Callable[[Episode], bool], options: PackOptions = PackOptions(),
+                 truncates: Callable[[str], bool] | None = None) -> None:
+        self.budget, self.skip, self.dates, self.truncates = budget, skip, options.dates, truncates
+        self.fold_repeats, self.near_repeats = options.fold_repeats, options.near_repeats
+        self.speaker_runs = options.speaker_runs
         self.used = 0
         self.chosen: dict[str, tuple[Episode, dict[str, Any]]] = {}
         self.first_of: dict[str, str] = {}  # repeat key -> the episode id shown for it
@@ -285,14 +280,14 @@ class EpisodePacker:
 
 
 def pack_episodes(recalled: Iterable[Recalled | Hit], budget: int, skip: Callable[[Episode], bool],
-                  neighbours: Callable[[Episode], Sequence[Episode]] | None = None, dates: bool = True,
-                  truncates: Callable[[str], bool] | None = None, fold_repeats: bool = True,
-                  near_repeats: float = NEAR_REPEATS, passages_per_turn: int = PASSAGES_PER_TURN,
-                  facts: FactLines | None = None, spare_facts: bool = False, speaker_runs: bool = True) -> Part:
+                  options: PackOptions = PackOptions(),
+                  neighbours: Callable[[Episode], Sequence[Episode]] | None = None,
+                  truncates: Callable[[str], bool] | None = None, facts: FactLines | None = None,
+                  spare_facts: bool = False) -> Part:
     """Episodes in fused rank until ``budget`` is spent, shown in the order they were said (``EpisodePacker``).
 
     ``skip`` leaves out what the context already holds (this session's turns, the sources of shown facts);
-    ``neighbours`` (when given) adds the turns around each hit after it, while they fit. With
+    ``neighbours`` (when given) adds the turns around each hit after it, while they fit. Of ``options``: with
     ``fold_repeats`` a line said again in other sessions, or one whose words are at least ``near_repeats``
     alike (``near``; 1.0: identical lines only), is shown once: its item lists every session it was said
     in (``sessions``) and the turns it stands for (``repeats``), and the repeats take no budget. A long turn
@@ -304,7 +299,8 @@ def pack_episodes(recalled: Iterable[Recalled | Hit], budget: int, skip: Callabl
     With ``speaker_runs``, a line said by the speaker of the line above it goes without the name
     (``lines.render_episodes``), and each line is charged what it costs where it lands.
     """
-    packer = EpisodePacker(budget, skip, dates, truncates, fold_repeats, near_repeats, speaker_runs)
+    packer = EpisodePacker(budget, skip, options, truncates)
+    passages_per_turn = options.passages_per_turn
     later: list[tuple[int, Recalled]] = []  # passages of turns that already show ``passages_per_turn``
     passages_of: dict[str, int] = {}  # turn id -> its passages shown
     for rank, r in enumerate(recalled, 1):

@@ -5,7 +5,20 @@ its rank in every ranking that found it, and why it was recalled, as the context
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Protocol, Sequence
+from typing import NamedTuple, Protocol, Sequence, TypeVar
+
+from ..types import Why
+
+
+class Ref(NamedTuple):
+    """An item on a read's one list of facts and episodes: which part it is of, and its id there. Ordered as
+    ``(part, id)``, so equal fused scores keep an order that does not depend on the run."""
+
+    part: str  # "facts" or "episodes"
+    id: str
+
+
+Key = TypeVar("Key", str, Ref)  # what a fusion ranks: the ids of one part, or Refs of both
 
 
 class Weights(Protocol):
@@ -16,10 +29,10 @@ class Weights(Protocol):
     def weight(self, channel: str) -> float: ...
 
 
-def fuse(rankings: dict[str, Sequence[str]], options: Weights) -> list[tuple[str, float, dict[str, int]]]:
+def fuse(rankings: "dict[str, Sequence[Key]]", options: Weights) -> "list[tuple[Key, float, dict[str, int]]]":
     """Reciprocal rank fusion: ``score(id) = sum over channels of weight / (rrf_k + rank)``, best first."""
-    scores: dict[str, float] = {}
-    ranks: dict[str, dict[str, int]] = {}
+    scores: dict[Key, float] = {}
+    ranks: dict[Key, dict[str, int]] = {}
     for channel, ids in rankings.items():
         w = options.weight(channel)
         for r, i in enumerate(ids, 1):
@@ -39,21 +52,21 @@ def ranked_ids(scored: dict[str, list[tuple[str, float]]]) -> dict[str, list[str
 def one_list(facts: dict[str, list[tuple[str, float]]], episodes: dict[str, list[tuple[str, float]]]
              ) -> dict[str, list[str]]:
     """Facts and episodes ranked together in each channel by the channel's own score (one dense query's
-    similarities, one index's BM25), as ``"f:<id>"`` and ``"e:<id>"``; on a tie the fact first. A channel only
-    episodes have (the question's time) keeps their order."""
-    joint: dict[str, list[str]] = {}
+    similarities, one index's BM25), as ``Ref``s; on a tie the fact first. A channel only episodes have (the
+    question's time) keeps their order."""
+    joint: dict[str, list[Ref]] = {}
     for channel in dict.fromkeys([*facts, *episodes]):
-        both = [(-s, 0, f"f:{i}") for i, s in facts.get(channel, ())] + \
-               [(-s, 1, f"e:{i}") for i, s in episodes.get(channel, ())]
+        both = [(-s, 0, Ref("facts", i)) for i, s in facts.get(channel, ())] + \
+               [(-s, 1, Ref("episodes", i)) for i, s in episodes.get(channel, ())]
         joint[channel] = [key for _, _, key in sorted(both, key=lambda x: x[:2])]
     return joint
 
 
-def why(ranks: dict[str, int]) -> str:
-    """Why an item was recalled: its rank in each channel (``dense #3 + lexical #1``, channels by name)."""
+def why(ranks: dict[str, int]) -> Why:
+    """Why an item was recalled: its rank in each channel (shown ``dense #3 + lexical #1``, channels by name)."""
     return why_of(tuple(ranks.items()))
 
 
 @lru_cache(maxsize=1 << 12)  # the same ranks come back read after read
-def why_of(ranks: tuple[tuple[str, int], ...]) -> str:
-    return " + ".join(f"{c} #{r}" for c, r in sorted(ranks))
+def why_of(ranks: tuple[tuple[str, int], ...]) -> Why:
+    return Why("recalled", ranks)

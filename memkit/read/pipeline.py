@@ -11,11 +11,11 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from . import assemble, lines, timeframe
+from . import assemble, lines, packing, timeframe
 from .. import validate
 from .budget import plan_budget
 from ..errors import ConfigError
-from .recall import RecallOptions, dense_rankings, fact_hits, recall
+from .recall import RecallOptions, dense_rankings, fact_hits, fused_facts, recall
 from ..store import DEFAULT_FLOOR, FactStore
 from ..types import Context, Hit, Turn
 
@@ -53,9 +53,9 @@ class ReadOptions:
     window_share: float = 0.3
     document_share: float = 0.25
     fold_repeats: bool = True
-    near_repeats: float = assemble.NEAR_REPEATS
-    passages_per_turn: int = assemble.PASSAGES_PER_TURN
-    diversity: float = assemble.DIVERSITY
+    near_repeats: float = packing.NEAR_REPEATS
+    passages_per_turn: int = packing.PASSAGES_PER_TURN
+    diversity: float = packing.DIVERSITY
     headers: Mapping[str, str] = field(default_factory=lambda: dict(assemble.HEADERS))
 
     def __post_init__(self) -> None:
@@ -77,6 +77,14 @@ class ReadOptions:
         if unknown:
             raise ConfigError(f"unknown headers {sorted(unknown)}; choose from {sorted(assemble.HEADERS)}")
         object.__setattr__(self, "headers", {**assemble.HEADERS, **self.headers})
+
+    @property
+    def packing(self) -> packing.PackOptions:
+        """The options the packer takes, as one object."""
+        return packing.PackOptions(spare_sources=not self.episodes_for_facts, diversity=self.diversity,
+                                    dates=self.episode_dates, fold_repeats=self.fold_repeats,
+                                    near_repeats=self.near_repeats, passages_per_turn=self.passages_per_turn,
+                                    speaker_runs=self.speaker_runs)
 
     @classmethod
     def names(cls) -> frozenset[str]:
@@ -138,12 +146,9 @@ def read(store: FactStore, policy: "Policy", buf: "EpisodicBuffer", query: str, 
     notes += (subject.describe(),) if subject else ()
     left = plan.memory
     facts, eps = assemble.pack_memory(
-        hits, episodes, left - plan.reserve, plan.profile, skip=lambda e: e.turn_id in in_session,
-        spare_sources=not options.episodes_for_facts, diversity=options.diversity,
+        hits, episodes, left - plan.reserve, plan.profile, lambda e: e.turn_id in in_session, options.packing,
         neighbours=(lambda e: store.neighbours(user_id, e, options.neighbours)) if options.neighbours else None,
-        dates=options.episode_dates, truncates=getattr(store.embedder, "truncates", None),
-        fold_repeats=options.fold_repeats, near_repeats=options.near_repeats,
-        passages_per_turn=options.passages_per_turn, speaker_runs=options.speaker_runs)
+        truncates=getattr(store.embedder, "truncates", None))
     left -= facts.tokens + eps.tokens
     summary_part = assemble.pack_summary(summary, left - plan.newest)
     chosen: list[Turn] = assemble.pack_turns(window, left - summary_part.tokens)
@@ -158,9 +163,10 @@ def search_facts(store: FactStore, policy: "Policy", user_id: str, query: str, o
     """``Memory.search``: the user's top ``k`` facts for ``query`` by hybrid recall, then the rest of the current
     facts as the profile (``why="profile"``); ``k`` and ``min_score`` default to the options'."""
     vector = store.embed_query(query) if "dense" in options.recall.channels and query.strip() else None
-    dense = dense_rankings(store, user_id, vector, {"facts": options.recall.depth}, options.recall)
-    return fact_hits(store, policy, user_id, query, dense.get("facts"), k or options.k,
-                     options.min_score if min_score is None else min_score, options.profile_tokens, options.recall)
+    dense = dense_rankings(store, user_id, vector, {"facts": options.recall.depth}, options.recall).get("facts")
+    floor = options.min_score if min_score is None else min_score
+    return fact_hits(store, policy, user_id, fused_facts(store, user_id, query, dense, floor, options.recall), dense,
+                     k or options.k, floor, options.profile_tokens, options.recall)
 
 
 def profile_block(store: FactStore, user_id: str, limit: int) -> str:

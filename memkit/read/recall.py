@@ -14,7 +14,7 @@ from ..store import passages
 from .. import validate
 from ..errors import InvalidArgument, StoreFull
 from .budget import BudgetPlan, profile_rows
-from .fusion import fuse, one_list, ranked_ids, why
+from .fusion import Ref, fuse, one_list, ranked_ids, why
 from .instructions import instruction_hits
 from ..write.instructions import STANDING, condition
 from ..write.rules import slug
@@ -105,14 +105,14 @@ def dense_rankings(store: FactStore, user_id: str, vector: Sequence[float] | Non
     return store.dense(user_id, vector, depths, session, caught_up)
 
 
-def recall_facts(store: FactStore, user_id: str, query: str, dense: Sequence[tuple[str, float]] | None, floor: float,
-                 options: RecallOptions = RecallOptions(), page: int | None = None) -> Iterator[Recalled]:
-    """The user's current facts for ``query`` by fused rank, with the dense channel's ``(id, similarity)``
-    (None: lexical only); dense hits below ``floor`` do not count. The facts are read by id from the
-    maintained profile, ``page`` ids at a time (None: all at once)."""
-    scored = _scored(store, user_id, "facts", query, dense, options, floor, None)
-    return _fetched(fuse(ranked_ids(scored), options), dict(dense or ()),
-                    lambda ids: {f.id: f for f in store.profile(user_id, ids=ids)}, page)
+def fused_facts(store: FactStore, user_id: str, query: str, dense: Sequence[tuple[str, float]] | None, floor: float,
+                options: RecallOptions = RecallOptions()) -> list[tuple[str, float, dict[str, int]]]:
+    """The user's facts for ``query`` by fused rank, ``(id, score, ranks)``, with the dense channel's ``(id,
+    similarity)`` (None: lexical only); dense hits below ``floor`` do not count (``Memory.search``'s ranking;
+    a read ranks facts and episodes on one list instead, ``recall``)."""
+    if not query.strip():
+        return []
+    return fuse(ranked_ids(_scored(store, user_id, "facts", query, dense, options, floor, None)), options)
 
 
 def recall_episodes(store: FactStore, user_id: str, query: str, dense: Sequence[tuple[str, float]] | None,
@@ -289,21 +289,17 @@ def _fetched(fused: list[tuple[str, float, dict[str, int]]], sims: dict[str, flo
         yield from (Recalled(items[i], s, r, sims.get(i, math.nan), why(r)) for i, s, r in chunk if i in items)
 
 
-def fact_hits(store: FactStore, policy: "Policy", user_id: str, query: str, dense: Sequence[tuple[str, float]] | None,
-              k: int, floor: float, profile_tokens: int, options: RecallOptions = RecallOptions(),
-              fused: list[tuple[str, float, dict[str, int]]] | None = None,
-              vector: Sequence[float] | None = None) -> list[Hit]:
-    """The user's facts for ``query``: the standing instructions that hold for it (``instruction_hits``, by the
-    query's ``vector``), the top ``k`` by fused rank (``fused``: ranked already, with the episodes), resolved
-    by ``policy`` when it resolves conflicts at read time, then the profile block's facts (``why="profile"``),
-    most important first."""
+def fact_hits(store: FactStore, policy: "Policy", user_id: str, fused: list[tuple[str, float, dict[str, int]]],
+              dense: Sequence[tuple[str, float]] | None, k: int, floor: float, profile_tokens: int,
+              options: RecallOptions = RecallOptions(), vector: Sequence[float] | None = None) -> list[Hit]:
+    """The facts to show: the standing instructions that hold for the question (``instruction_hits``, by its
+    ``vector``), the top ``k`` of ``fused`` (the facts ranked already: alone, ``fused_facts``, or on one list
+    with the episodes, ``recall``), resolved by ``policy`` when it resolves conflicts at read time, then the
+    profile block's facts (``why="profile"``), most important first."""
     resolves = policy.resolves_at_read
     # a policy that resolves at write time has one current fact per key: the first k recalled are the k shown
     page = None if resolves else k
-    if fused is not None:
-        found = _fetched(fused, dict(dense or ()), lambda ids: {f.id: f for f in store.profile(user_id, ids=ids)}, page)
-    else:
-        found = recall_facts(store, user_id, query, dense, floor, options, page=page) if query.strip() else iter(())
+    found = _fetched(fused, dict(dense or ()), lambda ids: {f.id: f for f in store.profile(user_id, ids=ids)}, page)
     recalled = list(found if resolves else islice(found, k))
     standing = store.profile(user_id, prefix=STANDING) if options.instructions else []
     told = instruction_hits(store, standing, vector, floor, options.instructions)
@@ -343,7 +339,7 @@ def recall(store: FactStore, policy: "Policy", user_id: str, session_id: str, qu
     list, the episodes read a page at a time as packing takes them; one dense query for both parts, the
     session's own pending turns left pending. Also the person the question names, if it names one."""
     if not query.strip():
-        return fact_hits(store, policy, user_id, query, None, k, floor, plan.profile, options), iter(()), None
+        return fact_hits(store, policy, user_id, [], None, k, floor, plan.profile, options), iter(()), None
     deeper = replace(options, depth=plan.episode_depth)
     depths = {part: d for part, d, wanted in (("facts", options.depth, facts), ("episodes", deeper.depth, episodes))
               if wanted}
@@ -376,16 +372,15 @@ def recall(store: FactStore, policy: "Policy", user_id: str, session_id: str, qu
     if subject is not None:
         # the person's turns and facts in their order on the one list: a fact found deep in one channel does not
         # jump ahead of the person's turns that both channels rank high
-        about = {f"e:{i}" for i, _ in scored[SUBJECT]}
+        about = {Ref("episodes", i) for i, _ in scored[SUBJECT]}
         if scored_facts:
-            about |= {f"f:{i}" for i in _facts_about(store, user_id, subject, scored_facts, options)}
+            about |= {Ref("facts", i) for i in _facts_about(store, user_id, subject, scored_facts, options)}
         ranked[subject.ranking] = [key for key, _, _ in fuse(ranked, options) if key in about]
     fused = fuse(ranked, options)
     # the profile block is the user's: a question that names people (one or several) gets their facts by recall
     profile = 0 if people or (subject is not None and subject.ranking == SUBJECT) else plan.profile
-    shown = fact_hits(store, policy, user_id, query, dense.get("facts"), k, floor, profile, options,
-                      fused=[(key[2:], s, r) for key, s, r in fused if key[0] == "f"],
-                      vector=vectors.get(dense_query)) if facts else []
-    found = _fetched([(key[2:], s, r) for key, s, r in fused if key[0] == "e"], dict(dense.get("episodes") or ()),
+    shown = fact_hits(store, policy, user_id, [(ref.id, s, r) for ref, s, r in fused if ref.part == "facts"],
+                      dense.get("facts"), k, floor, profile, options, vectors.get(dense_query)) if facts else []
+    found = _fetched([(ref.id, s, r) for ref, s, r in fused if ref.part == "episodes"], dict(dense.get("episodes") or ()),
                      fetch, plan.page)
     return shown, found, subject
