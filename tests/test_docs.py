@@ -53,12 +53,21 @@ def test_the_benchmarks_page_lists_every_section_with_a_link_to_it():
     assert anchor("What's new?", taken) == "#whats-new"
     assert anchor("C++ & Rust: `Memory.context` (2 cores)", taken) == "#c--rust-memorycontext-2-cores"
     assert anchor("What's new?", taken) == "#whats-new-1"
-    text = (ROOT / "docs" / "benchmarks.md").read_text("utf-8")
-    headings = re.findall(r"^## (.+)$", text, re.M)
-    links = re.findall(r"^- \[(.+)\]\((#[^)]+)\)$", text, re.M)
-    assert len(headings) > 20 and [title for title, _ in links] == headings
-    taken = {}
-    assert [link for _, link in links] == [anchor(h, taken) for h in headings]
+    for page, at_least in (("docs/benchmarks.md", 5), ("docs/results/experiments.md", 20)):
+        text = (ROOT / page).read_text("utf-8")
+        headings = re.findall(r"^## (.+)$", text, re.M)
+        links = re.findall(r"^- \[(.+)\]\((#[^)]+)\)$", text, re.M)
+        assert len(headings) >= at_least and [title for title, _ in links] == headings, page
+        taken = {}
+        assert [link for _, link in links] == [anchor(h, taken) for h in headings], page
+
+
+def test_the_changelog_and_the_benchmarks_page_stay_short_enough_to_read():
+    """CHANGELOG.md says what changed for a user, per version (history is in git); docs/benchmarks.md holds
+    what holds now (every experiment is on docs/results/experiments.md)."""
+    changelog = (ROOT / "CHANGELOG.md").read_text("utf-8")
+    assert len(changelog.splitlines()) <= 200 and re.findall(r"^## ", changelog, re.M)
+    assert len((ROOT / "docs" / "benchmarks.md").read_text("utf-8").splitlines()) <= 500
 
 
 def test_readme_is_a_guide():
