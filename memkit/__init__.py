@@ -14,6 +14,7 @@ _EXPORTS = {  # name -> the module that defines it, imported on first use (PEP 5
     **dict.fromkeys(('EXTRACTION_PROMPT', 'Extractor', 'LLMExtractor'), "write.extract"),
     **dict.fromkeys(('FactStore',), "store"),
     **dict.fromkeys(('ChatModel', 'OpenAIChat', 'parse_json'), "models.llm"),
+    **dict.fromkeys(('Embedder',), "models.embed"),
     **dict.fromkeys(('Memory',), "memory"),
     **dict.fromkeys(('AsyncMemory',), "aio"),
     **dict.fromkeys(('ReadOptions',), "read.pipeline"),
@@ -53,6 +54,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors
     from .write.extract import EXTRACTION_PROMPT, Extractor, LLMExtractor
     from .store import FactStore
     from .models.llm import ChatModel, OpenAIChat, parse_json
+    from .models.embed import Embedder
     from .memory import Memory
     from .aio import AsyncMemory
     from .read.pipeline import ReadOptions
@@ -66,7 +68,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors
 __version__ = "0.2.0"
 __all__ = [
     "AppendPolicy", "AsyncMemory", "CacheUnavailable", "CachedEmbedder", "Candidate", "ChatModel", "ConfigError", "Context", "DatasetError", "DimensionMismatch",
-    "EXTRACTION_PROMPT", "EmbedderMismatch", "EmbeddingCache", "Episode", "EpisodicBuffer", "Event", "EventKind", "ExtractionError", "ExtractiveSummarizer",
+    "EXTRACTION_PROMPT", "Embedder", "EmbedderMismatch", "EmbeddingCache", "Episode", "EpisodicBuffer", "Event", "EventKind", "ExtractionError", "ExtractiveSummarizer",
     "Extractor", "Fact", "FactStore", "Hit", "InvalidArgument", "InvalidContent", "IsolationError", "KeyedPolicy",
     "LLMExtractor", "LLMPolicy", "LLMSummarizer", "MemkitError", "Memory", "MissingSessionId", "MissingUserId",
     "ModelUnavailable", "OpenAIChat", "POLICIES", "Part", "Policy", "ReadOptions", "RecallOptions", "Recalled", "RuleExtractor",

@@ -236,3 +236,40 @@ def test_an_unknown_memkit_embedder_is_a_config_error_naming_the_choices(tmp_pat
     done = subprocess.run([sys.executable, "-m", "memkit", "bench", "--data", data, "--limit", "1", "--out", str(tmp_path / "o")],
                           capture_output=True, text=True, timeout=300, env={**os.environ, "MEMKIT_EMBEDDER": "bogus"})
     assert done.returncode != 0 and "unknown embedder 'bogus'" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_embedder_protocol_describes_memkits_embedders_and_any_chroma_embedding_function(tmp_path):
+    """``Embedder`` says what memkit reads of an embedder; ``traits`` is the one place that asks, with defaults
+    for a Chroma embedding function that says less: a store works with one, and its identity is stable."""
+    from chromadb.api.types import EmbeddingFunction
+
+    from memkit import Embedder, FactStore, Memory
+    from memkit.models.embed import E5Embedder, MiniLMEmbedder, OpenAIEmbedder, identity, traits
+    from memkit.store.embed_cache import CachedEmbedder, EmbeddingCache
+
+    class Plain(EmbeddingFunction):  # a third party's: a name and vectors, nothing more
+        def __init__(self) -> None:
+            pass
+
+        def __call__(self, input):
+            return [np.array([1.0, float(len(t) % 7), 0.5], dtype=np.float32) for t in input]
+
+        @staticmethod
+        def name() -> str:
+            return "plain"
+
+        def get_config(self):
+            return {}
+
+    mine = [MiniLMEmbedder(), E5Embedder(), OpenAIEmbedder(model="m", base_url="http://127.0.0.1:9")]
+    assert all(isinstance(e, Embedder) for e in mine) and not isinstance(Plain(), Embedder)
+    plain = traits(Plain())
+    assert (plain.model_id, plain.dimension, plain.max_tokens, plain.batch_size, plain.own_query, plain.truncates) == \
+        ("", None, None, None, False, None)
+    cached = CachedEmbedder(mine[1], EmbeddingCache(tmp_path / "c.sqlite3"))
+    assert traits(cached).base is mine[1] and traits(cached).own_query and traits(cached)[:3] == traits(mine[1])[:3]
+    assert identity(cached) == identity(mine[1])
+    m = Memory(store=FactStore.persistent(str(tmp_path / "s"), Plain()))
+    m.observe("u", "s", "user", "I prefer metric units.")
+    assert "metric" in m.context("u", "s", "units?", budget=200).text
+    m.close()

@@ -13,7 +13,7 @@ import threading
 import json
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Sequence
+from typing import Any, Callable, NamedTuple, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
@@ -194,6 +194,8 @@ class OpenAIEmbedder(EmbeddingFunction[Documents]):
         self.dimension = dimension
         self._api_key = api_key
         self.model_id = model
+        self.max_tokens: int | None = None  # the endpoint's window is not known here
+        self.batch_size: int | None = None  # one request per call
         self._client: Any = None
 
     def _client_or_new(self) -> Any:
@@ -243,6 +245,7 @@ class E5Embedder(_Cosine):
     dimension = 384
     model_id = "multilingual-e5-small-q4"
     max_tokens = 512
+    batch_size: int | None = None  # the texts of a call go to the engine as one list
 
     def __init__(self, threads: int = 0) -> None:
         self.threads = threads
@@ -286,11 +289,57 @@ class E5Embedder(_Cosine):
         return E5Embedder()
 
 
+@runtime_checkable
+class Embedder(Protocol):
+    """What memkit reads of an embedder: a Chroma ``EmbeddingFunction`` (``__call__``, ``name``,
+    ``get_config``) that also says its model, its output dimension, its window in tokens and its batch size,
+    embeds a question its own way if it has one (``embed_query``), and may say whether a text is longer than its
+    window (``truncates``, optional). memkit's embedders (MiniLM, e5, OpenAI-compatible, the embedding cache) have
+    all of it (None where they cannot say); any other Chroma embedding function works too, described by
+    ``traits`` with the defaults there."""
+
+    model_id: str
+    dimension: int | None
+    max_tokens: int | None
+    batch_size: int | None
+
+    def __call__(self, input: Documents) -> Embeddings: ...
+
+    def name(self) -> str: ...
+
+    def get_config(self) -> dict[str, Any]: ...
+
+    def embed_query(self, input: Documents) -> Embeddings: ...
+
+
+class Traits(NamedTuple):
+    """An embedder as the ``Embedder`` protocol describes it (``traits``)."""
+
+    model_id: str  # "" when its name says it all
+    dimension: int | None  # None: probed by a first call (``embedder_dimension``)
+    max_tokens: int | None  # its window; None: no limit known
+    batch_size: int | None
+    base: Any  # the embedder behind a wrapper (the embedding cache's ``inner``), else itself
+    embed_query: Callable[[Sequence[str]], Any]  # how it embeds questions (its own way, or as any text)
+    own_query: bool  # whether that is its own way (as e5's ``query:``)
+    truncates: Callable[[str], bool] | None  # whether a text is longer than its window (None: cannot say)
+
+
+def traits(embedder: Any) -> Traits:
+    """``embedder`` as the ``Embedder`` protocol describes it, with the defaults for an embedding function
+    that does not say: the one place memkit asks an embedder what it has."""
+    query = getattr(embedder, "embed_query", None)
+    own = query is not None and getattr(type(embedder), "embed_query", None) is not EmbeddingFunction.embed_query
+    return Traits(getattr(embedder, "model_id", ""), getattr(embedder, "dimension", None),
+                  getattr(embedder, "max_tokens", None), getattr(embedder, "batch_size", None),
+                  getattr(embedder, "inner", embedder), query if query is not None else embedder, own,
+                  getattr(embedder, "truncates", None))
+
+
 def embed_queries(embedder: Any, texts: Sequence[str]) -> list[Any]:
     """``texts`` embedded as questions: the embedder's ``embed_query`` (Chroma's hook for models that embed
     questions and passages differently), or the embedder itself."""
-    fn = getattr(embedder, "embed_query", None)
-    return list(fn(list(texts)) if fn is not None else embedder(list(texts)))
+    return list(traits(embedder).embed_query(list(texts)))
 
 
 registry.register("embedder", "minilm", MiniLMEmbedder)
@@ -311,13 +360,19 @@ def identity(embedder: Any) -> str:
     that change vectors (batch size and threads do not). One identity for the embedding cache's keys, a Chroma
     collection and the pgvector index: a store written by one embedder refuses another (``EmbedderMismatch``)."""
     config = {k: v for k, v in (embedder.get_config() or {}).items() if k not in ("batch_size", "threads")}
-    return json.dumps([embedder.name(), getattr(embedder, "model_id", ""), getattr(embedder, "dimension", None),
-                       getattr(embedder, "max_tokens", None), config], sort_keys=True)
+    t = traits(embedder)
+    return json.dumps([embedder.name(), t.model_id, t.dimension, t.max_tokens, config], sort_keys=True)
+
+
+def label(embedder: Any) -> str:
+    """``name:model``, as people read it (errors, and the ``embedder`` a collection made before identities
+    were kept has only this to go by); ``identity`` is what decides whether two embedders agree."""
+    return f"{embedder.name()}:{traits(embedder).model_id}"
 
 
 def embedder_dimension(embedder: EmbeddingFunction) -> int:
     """The embedder's output dimension, probing it once if it does not say."""
-    dim = getattr(embedder, "dimension", None)
+    dim = traits(embedder).dimension
     if dim:
         return int(dim)
     return len(embedder(["dimension probe"])[0])

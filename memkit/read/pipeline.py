@@ -15,6 +15,7 @@ from . import assemble, lines, packing, timeframe
 from .. import validate
 from .budget import plan_budget
 from ..errors import ConfigError
+from ..models.embed import traits
 from .recall import RecallOptions, dense_rankings, fact_hits, fused_facts, recall
 from ..store import DEFAULT_FLOOR, FactStore
 from ..types import Context, Hit, Turn
@@ -148,7 +149,7 @@ def read(store: FactStore, policy: "Policy", buf: "EpisodicBuffer", query: str, 
     facts, eps = assemble.pack_memory(
         hits, episodes, left - plan.reserve, plan.profile, lambda e: e.turn_id in in_session, options.packing,
         neighbours=(lambda e: store.neighbours(user_id, e, options.neighbours)) if options.neighbours else None,
-        truncates=getattr(store.embedder, "truncates", None))
+        truncates=traits(store.embedder).truncates)
     left -= facts.tokens + eps.tokens
     summary_part = assemble.pack_summary(summary, left - plan.newest)
     chosen: list[Turn] = assemble.pack_turns(window, left - summary_part.tokens)

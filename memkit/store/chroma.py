@@ -102,10 +102,10 @@ class ChromaIndex:
     def collection_embedder(self) -> Any:
         """The embedder a collection is configured with: the one behind an embedding cache, if any (Chroma keeps
         its name and config to rebuild it on reopening; memkit passes the vectors itself)."""
-        return getattr(self.embedder, "inner", self.embedder)
+        return _embed.traits(self.embedder).base
 
     def embedder_id(self) -> str:
-        return f"{self.embedder.name()}:{getattr(self.embedder, 'model_id', '')}"
+        return _embed.label(self.embedder)
 
     # ---- items ---------------------------------------------------------------------------------
     def put(self, owner: str, user_id: str, part: str, ids: Sequence[str], vectors: Sequence[Sequence[float]]) -> None:

@@ -22,9 +22,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from chromadb.api.types import EmbeddingFunction
-
-from ..models.embed import identity
+from ..models.embed import identity, traits
 from .. import registry
 from ..config import cache_dir
 from ..errors import CacheUnavailable
@@ -193,9 +191,9 @@ class CachedEmbedder:
 
     def __init__(self, inner: Any, cache: EmbeddingCache) -> None:
         self.inner, self.cache = inner, cache
-        self.dimension = getattr(inner, "dimension", None)
-        self.model_id = getattr(inner, "model_id", "")
-        self.max_tokens = getattr(inner, "max_tokens", None)
+        described = traits(inner)
+        self.dimension, self.model_id, self.max_tokens = described.dimension, described.model_id, described.max_tokens
+        self.batch_size = described.batch_size
         self._ident = identity(inner)
         self.embedded = 0  # texts this wrapper sent to the encoder
 
@@ -205,9 +203,10 @@ class CachedEmbedder:
     def embed_query(self, input: Sequence[str] | str) -> list[np.ndarray]:
         """Questions: cached under a key of their own when the wrapped embedder embeds them differently
         (its own ``embed_query``, as e5's ``query:``), else as any text."""
-        if type(self.inner).embed_query is EmbeddingFunction.embed_query or not hasattr(self.inner, "embed_query"):
+        described = traits(self.inner)
+        if not described.own_query:
             return self(input)
-        return self._through(input, self._ident + " query", self.inner.embed_query)
+        return self._through(input, self._ident + " query", described.embed_query)
 
     def _through(self, input: Sequence[str] | str, ident: str, encode: Any) -> list[np.ndarray]:
         """``input``'s vectors under keys of ``ident``: those the cache holds, the rest from ``encode`` (each
@@ -237,7 +236,8 @@ class CachedEmbedder:
         return [t for t, k in zip(texts, keys) if k not in held]
 
     def truncates(self, text: str) -> bool:
-        return bool(getattr(self.inner, "truncates", lambda _: False)(text))
+        check = traits(self.inner).truncates
+        return bool(check(text)) if check is not None else False
 
     def name(self) -> str:
         return self.inner.name()
