@@ -6,13 +6,15 @@ ignores the budget: it is the upper reference for recall and the worst case for 
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import replace
-from typing import Protocol
+from typing import Mapping, Protocol
 
 from typing import Any, ClassVar
 
 from .read import assemble
 from . import registry
+from .errors import ConfigError
 from .models import tokens
 from .write.episodic import EpisodicBuffer
 from .store import FactStore
@@ -194,9 +196,27 @@ def budget_free(name: str) -> bool:
     return bool(getattr(registry.factory("strategy", name), "budget_free", True))
 
 
+def option_names() -> frozenset[str]:
+    """The memory options a benchmark may give its strategies: ``Memory``'s own and its ``ReadOptions`` (what
+    ``TwoLayer`` takes), and the summary strategy's share. A baseline uses those that shape what it does
+    (``RawTurnRetrieval.OWN``) and keeps its own settings for the rest."""
+    own = set(inspect.signature(Memory.__init__).parameters) - {"self", "store", "read", "deprecated"}
+    return frozenset(own | ReadOptions.names() | {"summary_share"})
+
+
+def check_options(options: Mapping[str, object]) -> None:
+    """``ConfigError`` naming any option no strategy takes (a misspelt one would be dropped in silence)."""
+    unknown = sorted(set(options) - option_names())
+    if unknown:
+        raise ConfigError(f"unknown memory options {unknown}: no strategy takes them; choose from "
+                          f"{sorted(option_names())}")
+
+
 def make(name: str, user_id: str, budget: int, store: FactStore | None = None, k: int = 5,
          **memory_options: object) -> Strategy:
-    """A fresh strategy ``name`` for one conversation (``two-layer:<policy>`` for any registered policy)."""
+    """A fresh strategy ``name`` for one conversation (``two-layer:<policy>`` for any registered policy); an
+    option no strategy takes is a ``ConfigError``."""
+    check_options(memory_options)
     return registry.build("strategy", name, user_id=user_id, budget=budget, store=store, k=k, **memory_options)
 
 

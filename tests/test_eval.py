@@ -413,3 +413,18 @@ def test_a_turn_the_model_failed_on_is_an_error_not_a_correct_noop(fake_llm):
     row = summary[summary["type"] == "all"].iloc[0]
     assert set(confusion["predicted"]) == {"ERROR"} and row["error_rate"] == 1.0
     assert row["op_accuracy"] == 0.0  # turns that should change nothing were not "right" because nothing was written
+
+
+def test_a_memory_option_no_strategy_takes_is_refused_before_the_run_starts():
+    """A misspelt option was dropped in silence by the baselines (and by every strategy of a run that had
+    none of the two-layer ones): now it is a ConfigError naming it, from run() and from strategies.make."""
+    from memkit.errors import ConfigError
+    from memkit.strategies import make
+
+    convs = load(str(Path(__file__).resolve().parents[1] / "data" / "suite.jsonl"))[:1]
+    with pytest.raises(ConfigError, match="profile_tokes"):
+        run(convs, ["rag:bm25"], budget=200, profile_tokes=0)
+    with pytest.raises(ConfigError, match="unknown memory options"):
+        make("full", "u", 200, windw_tokens=10)
+    results, _, _ = run(convs, ["rag:bm25"], budget=200, profile_tokens=0)  # a real option a baseline does not use
+    assert len(results) > 0

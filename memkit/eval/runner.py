@@ -14,7 +14,7 @@ from ..registry import DEFAULT_EMBEDDER
 from ..errors import ConfigError
 from ..store.passages import PASSAGE_TOKENS
 from ..store import FactStore
-from ..strategies import budget_free
+from ..strategies import budget_free, check_options
 from .conversation import KEYS
 from .data import Conversation
 from .defaults import DEFAULT_STRATEGIES, RECYCLE
@@ -48,6 +48,7 @@ def run(conversations: Sequence[Conversation], strategies: Iterable[str] = DEFAU
     strategies = list(strategies)
     budgets = [budget] if isinstance(budget, int) else list(budget)
     _check_run(strategies, jobs, recycle)
+    check_options(memory_options)  # before any worker starts: a misspelt option would be dropped in silence
     todo = [(c, name, bs) for name in strategies for c in conversations
             for bs in ([budgets] if budget_free(name) else [[b] for b in budgets])]
     kwargs = {"k": k, "per_turn_tokens": per_turn_tokens, "judge_model": judge_model, **memory_options}
