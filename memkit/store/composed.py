@@ -125,9 +125,8 @@ class FactStore:
         return self.vectors.collection_name(self._owner(user_id))  # type: ignore[attr-defined]
 
     def warm(self, user_id: str, session: str | None = None, episodes: Sequence[str] | None = None) -> None:
-        """Load the user's index now (``Memory.session``, in the background): embed what other sessions left
-        pending (only ``episodes`` of it, when given: what was pending as the session opened), read the profile
-        rows a first read takes, touch the vector index."""
+        """Load the user's index now (``Memory.session``, in the background): embed what other sessions left pending
+        (only ``episodes``, when given), read the profile rows a first read takes, touch the vector index."""
         owner = self._owner(user_id)
         self.archive.embed_pending(owner, user_id, session, episodes)
         self.log.profile(owner, user_id, 32)
@@ -164,18 +163,18 @@ class FactStore:
         important, or those with the given ids or keys, or whose key starts with ``prefix`` (docs/architecture.md §2)."""
         return self.log.profile(self._owner(user_id), user_id, limit, ids, keys, prefix)
 
+    def users(self) -> list[str]:
+        """The ids of the users with a current fact (from the profile), sorted."""
+        return self._check_open() or self.log.users()
+
     def count(self, user_id: str, include_superseded: bool = False) -> int:
         return len(self.get(user_id, include_superseded=include_superseded))
 
     def search(self, user_id: str, query: str, k: int = 5, min_score: float = DEFAULT_FLOOR,
                where: dict[str, Any] | None = None,
                weights: tuple[float, float] = (SIMILARITY_WEIGHT, IMPORTANCE_WEIGHT)) -> list[Hit]:
-        """The user's facts closest to ``query``: similarity = 1 - cosine distance (higher is closer).
-
-        Hits whose similarity is below ``min_score`` (the floor) or that fail ``where`` are dropped; the rest are
-        ranked by ``score = weights[0] * similarity + weights[1] * importance`` (0.7/0.3) and the top ``k``
-        returned.
-        """
+        """The user's facts closest to ``query`` (similarity = 1 - cosine distance): those at ``min_score`` or
+        above that pass ``where``, the top ``k`` by ``weights[0] * similarity + weights[1] * importance``."""
         where = check_where(where)
         query = validate.query(query)
         k = validate.positive_int("k", k, validate.MAX_K)

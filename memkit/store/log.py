@@ -179,6 +179,11 @@ class EventLog:
                 raise IsolationError(f"profile row {f.id} of {f.user_id!r} found under {user_id!r}")
         return facts
 
+    def users(self) -> list[str]:
+        """The ids of the users with a current fact, sorted."""
+        rows = self.db.rows("SELECT DISTINCT user_id FROM events WHERE owner IN (SELECT DISTINCT owner FROM profile)")
+        return sorted(u for (u,) in rows)
+
     def all_facts(self) -> Iterator[tuple[str, str, str]]:
         """``(owner, fact id, text)`` of every current fact of every user, to fill the fact index."""
         for owner, fact_id, body in self.db.rows("SELECT owner, fact_id, body FROM profile ORDER BY owner"):
