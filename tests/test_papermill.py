@@ -21,6 +21,9 @@ CASES = {
                                "strategies": ["window", "two-layer:keyed", "rag:bm25"]},
                               lambda t: set(t["strategy"]) == {"window", "two-layer:keyed", "rag:bm25"}
                               and {"200", "400"} <= set(t.columns)),
+    "09_agent": ({"budget": 300, "show_widgets": False},
+                 lambda t: dict(zip(t["what"], t["count"]))["thread fri: messages"] == 2
+                 and dict(zip(t["what"], t["count"]))["past turns of the user (episodes)"] == 6),
 }
 
 

@@ -21,12 +21,17 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, ClassVar, Iterable, Sequence
+from typing import Annotated, Any, Callable, ClassVar, Iterable, Sequence, TypedDict
 
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
 from langgraph.store.base import (BaseStore, GetOp, Item, ListNamespacesOp, Op, PutOp, Result, SearchItem,
                                   SearchOp)
 
+from ..memory import Memory
 from ..read.pipeline import ReadOptions, search_facts
+from ..store.lexicon import STOPWORDS, stems
 from ..read.recall import RecallOptions
 from ..store import FactStore
 from ..types import Candidate, Event, EventKind, Fact
@@ -219,3 +224,54 @@ class MemkitStore(BaseStore):
         if op.max_depth is not None:
             every = sorted(set(ns[:op.max_depth] for ns in every))
         return every[op.offset:op.offset + op.limit]
+
+
+# ---- an agent with the seeds' shape ------------------------------------------------------------------
+SYSTEM = {"role": "system", "content": "You are a helpful assistant. Use what you know about the user."}
+
+
+class AgentState(TypedDict):
+    """The graph's state: the thread's messages (what the checkpointer keeps) and this turn's context."""
+
+    user_id: str
+    question: str
+    messages: Annotated[list[Any], add_messages]
+    context: list[dict[str, str]]
+
+
+def agent(memory: Memory, complete: Callable[[list[dict[str, str]]], str], checkpointer: Any,
+          budget: int = 600) -> Any:
+    """A compiled LangGraph graph: ``recall`` (observe the question, build its context with
+    ``Memory.context``) -> ``answer`` (``complete`` the context: a chat model's ``complete``) -> ``remember``
+    (observe the answer). The thread is the checkpointer's (a thread id is a memkit session); what outlives it
+    is memkit's; the graph's long-term store is a ``MemkitStore`` on the same ``FactStore``."""
+    def recall(state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        thread = config["configurable"]["thread_id"]
+        memory.observe(state["user_id"], thread, "user", state["question"])
+        ctx = memory.context(state["user_id"], thread, state["question"], budget=budget)
+        return {"context": list(ctx.messages), "messages": [{"role": "user", "content": state["question"]}]}
+
+    def answer(state: AgentState) -> dict[str, Any]:
+        return {"messages": [{"role": "assistant", "content": complete([SYSTEM, *state["context"]])}]}
+
+    def remember(state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        memory.observe(state["user_id"], config["configurable"]["thread_id"], "assistant",
+                       state["messages"][-1].content)
+        return {}
+
+    graph = StateGraph(AgentState)
+    for name, node in (("recall", recall), ("answer", answer), ("remember", remember)):
+        graph.add_node(name, node)
+    for a, b in ((START, "recall"), ("recall", "answer"), ("answer", "remember"), ("remember", END)):
+        graph.add_edge(a, b)
+    return graph.compile(checkpointer=checkpointer, store=MemkitStore(memory.store))
+
+
+def quoting(messages: list[dict[str, str]]) -> str:
+    """An offline stand-in for a chat model (the notebooks' and tests' default): it answers with the line of
+    the context that shares the most words with the question (the last message), so what memory recalled
+    shows in the answer. It is not a model: it writes nothing of its own."""
+    question = {w for w in stems(messages[-1]["content"]) if w not in STOPWORDS}
+    lines = [x.strip() for m in messages[1:-1] for x in m["content"].splitlines() if x.strip() and not x.endswith(":")]
+    best = max(lines, key=lambda x: len(question & set(stems(x))), default="")
+    return f"From memory: {best}" if best and question & set(stems(best)) else "I have nothing on that yet."

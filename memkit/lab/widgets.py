@@ -192,6 +192,29 @@ class ContextExplorer(_View):
         self.table_html.value = html
 
 
+class ThreadsAndMemory(_View):
+    """An agent's two stores side by side: pick a thread to see what its checkpointer holds (``threads``: a
+    table of messages per thread id), beside what memkit holds of the user (``memory``: tables by title)."""
+
+    def __init__(self, threads: dict[str, pd.DataFrame], memory: dict[str, pd.DataFrame], display: bool = True) -> None:
+        if not threads:
+            raise InvalidArgument("ThreadsAndMemory needs at least one thread")
+        self.threads = threads
+        self.pick = W.Dropdown(options=list(threads), description="thread")
+        self.thread_html = W.HTML()
+        held = "".join(f"<p><b>{_esc(title)}</b></p>{_html_table(df)}" for title, df in memory.items())
+        self.widget = W.VBox([self.pick, W.HBox([
+            W.VBox([W.HTML("<b>Checkpointer: the thread</b>"), self.thread_html], layout=W.Layout(width="50%")),
+            W.VBox([W.HTML("<b>memkit: the user</b>"), W.HTML(held)], layout=W.Layout(width="50%"))])])
+        self.pick.observe(lambda _: self.refresh(), names="value")
+        self.refresh()
+        if display:
+            self.show()
+
+    def refresh(self) -> None:
+        self.thread_html.value = _html_table(self.threads[self.pick.value])
+
+
 def _draw(output: W.Output, fig: Any) -> None:
     """Put a plotly figure into an Output widget as one state update (plotly's mimetype bundle).
 
