@@ -42,6 +42,9 @@ SECTIONS = [
     ("table", RESULTS / "read-stages" / "read-stages.csv",
      "Where a read's time goes (`Memory.context` at 400 tokens, each step without the steps it calls; means; run "
      "alone on 2 cores)"),
+    ("table", RESULTS / "async" / "async.csv",
+     "Sync against async: users each playing turns (observe, then the context for it) through one `Memory` in a "
+     "loop, and through `AsyncMemory` with a coroutine per user (run alone on 2 cores)"),
     ("ops", RESULTS / "model-suite",
      "The first suite's operations: the rules and SmolLM2-135M behind llama.cpp as the extractor "
      "(`python scripts/measure_local_model.py --suite data/suite.jsonl --limit 1 --out docs/results/model-suite`)"),
