@@ -188,3 +188,53 @@ class Substrings:
 def test_a_text_index_that_matches_substrings_fails_the_check_that_says_so():
     with pytest.raises(AssertionError, match="stemmed"):
         check_text_index(Substrings)
+
+
+def test_every_registered_policy_and_embedder_gets_a_full_report():
+    """The report runs every promise on every built-in policy (but the model's) and embedder, whatever the
+    others gave; what does not hold is named: similarity matches by meaning, not by key."""
+    from memkit.eval.conformance import report
+
+    rows = report()
+    broken = {(name, o.check) for kind, name, o in rows if not o.ok}
+    assert {name for kind, name, _ in rows if kind == "policy"} == {"keyed", "temporal", "append", "similarity"}
+    assert {name for kind, name, _ in rows if kind == "embedder"} == {"minilm", "e5"}
+    assert broken == {("similarity", "one_value_per_key"), ("similarity", "one_reply_one_value")}
+    assert all(o.detail for _, _, o in rows if not o.ok)
+
+
+def test_a_policy_that_adds_everything_is_reported_for_each_promise_it_breaks():
+    from dataclasses import dataclass
+
+    from memkit.eval.conformance import embedder_report, policy_report
+    from memkit.types import Event, EventKind
+    from memkit.write.reconcile import to_fact
+
+    @dataclass(frozen=True)
+    class AddAll:
+        name = "add-all"
+        resolves_at_read = False
+
+        def plan(self, facts, user_id, cands, t):
+            return [Event(EventKind.ADD, user_id, (f := to_fact(user_id, c, t)).id, None, f, "add", c.source, t)
+                    for c in cands]
+
+        def resolve(self, facts):
+            return list(facts)
+
+    outcome = {o.check: o.ok for o in policy_report(AddAll())}
+    assert outcome == {"one_value_per_key": False, "one_reply_one_value": False, "repeat_is_not_a_second_fact": False,
+                       "history_kept": True, "users_apart": True}
+
+    class Moody:  # a batch changes a text's vector
+        def __call__(self, input):
+            return [[1.0, float(len(input)), 0.0] for _ in input]
+
+        @staticmethod
+        def name():
+            return "moody"
+
+        def get_config(self):
+            return {}
+
+    assert [o.check for o in embedder_report(Moody()) if not o.ok] == ["batch_is_singles"]

@@ -5,6 +5,7 @@ tantivy in memory and on disk, and PostgreSQL's BM25):
     from memkit.store.conformance import check_text_index, check_vector_index
     check_vector_index(lambda: MyIndex(...))  # AssertionError naming the first promise it breaks
     check_text_index(lambda: MyWords(...))
+    vector_index_report(lambda: MyIndex(...))  # every promise, each with whether it held and why not
 
 The base promises hold for every backend; each ``Capability`` a backend has (found by what it defines:
 ``capabilities(index)``) is checked to work. ``make`` is called once per check, each on a fresh index (or the same one: the checks
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from typing import Callable, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 from .base import Capability, TextIndex, VectorIndex, capabilities, owner_of
 
@@ -148,17 +149,48 @@ def _fill(index: TextIndex) -> None:
 TEXT_CHECKS: Sequence[Callable[[TextIndex], None]] = (_words_rank, _text_owners_apart, _text_replace_remove_drop, _fill)
 
 
-def _run(checks: Sequence[Callable[[object], None]], make: Callable[[], object], close: bool) -> list[str]:
-    passed = []
+class Outcome(NamedTuple):
+    """One promise checked: its name, whether it held, and what broke it (the assertion's message, or an
+    error's name and message)."""
+
+    check: str
+    ok: bool
+    detail: str = ""
+
+
+def outcomes(checks: Sequence[Callable[[object], None]], make: Callable[[], object], close: bool = True) -> list[Outcome]:
+    """Every check run on a fresh object from ``make``, whatever the others gave: the full report."""
+    found = []
     for check in checks:
-        index = make()
+        subject = make()
         try:
-            check(index)
+            check(subject)
+            found.append(Outcome(check.__name__.strip("_"), True))
+        except Exception as e:  # noqa: BLE001 - a broken promise, or a call that fails outright: both reported
+            detail = str(e) if isinstance(e, AssertionError) else f"{type(e).__name__}: {e}"
+            found.append(Outcome(check.__name__.strip("_"), False, detail))
         finally:
             if close:
-                index.close()  # type: ignore[attr-defined]
-        passed.append(check.__name__.strip("_"))
-    return passed
+                subject.close()  # type: ignore[attr-defined]
+    return found
+
+
+def vector_index_report(make: Callable[[], VectorIndex], close: bool = True) -> list[Outcome]:
+    """Every vector-index promise on indexes from ``make``, each with whether it held and why not."""
+    return outcomes(CHECKS, make, close)  # type: ignore[arg-type]
+
+
+def text_index_report(make: Callable[[], TextIndex], close: bool = True) -> list[Outcome]:
+    """Every text-index promise on indexes from ``make``, each with whether it held and why not."""
+    return outcomes(TEXT_CHECKS, make, close)  # type: ignore[arg-type]
+
+
+def _run(checks: Sequence[Callable[[object], None]], make: Callable[[], object], close: bool) -> list[str]:
+    found = outcomes(checks, make, close)
+    broken = next((o for o in found if not o.ok), None)
+    if broken is not None:
+        raise AssertionError(f"{broken.check}: {broken.detail}")
+    return [o.check for o in found]
 
 
 def check_vector_index(make: Callable[[], VectorIndex], close: bool = True) -> list[str]:

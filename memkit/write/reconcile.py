@@ -170,9 +170,13 @@ class AppendPolicy:
 
     def plan(self, facts: FactReader, user_id: str, cands: Sequence[Candidate], t: float) -> list[Event]:
         events = []
-        for c in cands:
+        last = {c.key: i for i, c in enumerate(cands) if c.key}  # a key given twice in one reply: its last value
+        for i, c in enumerate(cands):
             dup = [f for f in (facts.profile(user_id, keys=[c.key]) if c.key else []) if f.text == c.text]
-            if dup:
+            if c.key and last[c.key] != i:  # both would be newest at once, and which one a read shows would be chance
+                events.append(Event(EventKind.NOOP, user_id, None, None, None, f"{c.key} is given again later in "
+                                    "the same reply", c.source, t))
+            elif dup:
                 events.append(Event(EventKind.NOOP, user_id, dup[0].id, dup[0], dup[0], "same text", c.source, t))
             else:
                 f = to_fact(user_id, c, t)
