@@ -428,3 +428,29 @@ def test_a_memory_option_no_strategy_takes_is_refused_before_the_run_starts():
         make("full", "u", 200, windw_tokens=10)
     results, _, _ = run(convs, ["rag:bm25"], budget=200, profile_tokens=0)  # a real option a baseline does not use
     assert len(results) > 0
+
+
+def test_a_run_spec_is_checked_once_and_runs_as_run_does():
+    """RunSpec: the run's what and how, frozen and checked where it is built; run_spec(convs, spec) gives the
+    rows run(...) gives for the same arguments."""
+    import dataclasses
+
+    from memkit.errors import ConfigError, InvalidArgument
+    from memkit.eval import RunSpec, run_spec
+
+    convs = load(str(Path(__file__).resolve().parents[1] / "data" / "suite.jsonl"))[:1]
+    with pytest.raises(ConfigError, match="unknown strategy"):
+        RunSpec(("two-layer:nope",), (400,))
+    with pytest.raises(InvalidArgument, match="budget"):
+        RunSpec(("window",), (0,))
+    with pytest.raises(ConfigError, match="windw_tokens"):
+        RunSpec(("window",), (400,), options={"windw_tokens": 10})
+    spec = RunSpec(("window", "two-layer:keyed"), (200, 400), k=3, options={"profile_tokens": 0})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        spec.k = 4  # type: ignore[misc]
+    assert [(c.id, name, bs) for c, name, bs in spec.jobs(convs)] == \
+        [(convs[0].id, "window", [200, 400]), (convs[0].id, "two-layer:keyed", [200, 400])]
+    timing = lambda df: df[[c for c in df.columns if not c.endswith("_ms")]]  # noqa: E731
+    a, _, _ = run_spec(convs, spec)
+    b, _, _ = run(convs, ["window", "two-layer:keyed"], budget=[200, 400], k=3, profile_tokens=0)
+    pd.testing.assert_frame_equal(timing(a), timing(b))

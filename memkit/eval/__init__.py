@@ -11,7 +11,7 @@ from .defaults import DEFAULT_STRATEGIES
 _EXPORTS = {
     **dict.fromkeys(("SUITES", "Conversation", "Probe", "builtin_suite", "load_memkit", "write_suite"), "data"),
     **dict.fromkeys(("FORMATS", "load", "load_beam", "load_locomo", "load_longmemeval", "load_realtalk"), "datasets"),
-    "run": "runner",
+    "run": "runner", "run_spec": "runner", "RunSpec": "spec",
 }
 
 
@@ -21,7 +21,9 @@ __getattr__, __dir__ = exports(__name__, _EXPORTS)
 if TYPE_CHECKING:
     from .data import SUITES, Conversation, Probe, builtin_suite, load_memkit, write_suite
     from .datasets import FORMATS, load, load_beam, load_locomo, load_longmemeval, load_realtalk
-    from .runner import run
+    from .runner import run, run_spec
+    from .spec import RunSpec
 
-__all__ = ["DEFAULT_STRATEGIES", "FORMATS", "SUITES", "Conversation", "Probe", "builtin_suite", "load", "load_beam",
-           "load_locomo", "load_longmemeval", "load_memkit", "load_realtalk", "run", "write_suite"]
+__all__ = ["DEFAULT_STRATEGIES", "FORMATS", "SUITES", "Conversation", "Probe", "RunSpec", "builtin_suite", "load",
+           "load_beam", "load_locomo", "load_longmemeval", "load_memkit", "load_realtalk", "run", "run_spec",
+           "write_suite"]

@@ -58,7 +58,8 @@ def positive(text: str) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from .runner import run
+    from .runner import run_spec
+    from .spec import RunSpec
 
     paths, fmt, convs = _conversations(args)
     args.embedder = args.embedder or offline_embedder()  # the flag, else MEMKIT_EMBEDDER, else minilm
@@ -66,16 +67,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
     judge_model = _chat_model("--judge") if args.judge else None
     options = _memory_options(args, strategies)
     budgets = _budgets(args.budget)
+    spec = RunSpec(tuple(strategies), tuple(budgets), args.k, not args.no_turn_tokens, judge_model, args.embedder,
+                   options)  # the run's what and how, checked here and passed down to every job
     out = out_dir(args.out)  # before the run: an unwritable folder fails at once, not after it
     store = _bench_store(args.store)
     cache = _embed_cache(args.embed_cache)
     try:
         with scheduler_address(args.scheduler) as scheduler:
-            results, summary, confusion = run(convs, strategies, budget=budgets, k=args.k, store=store,
-                                              progress=True, per_turn_tokens=not args.no_turn_tokens,
-                                              judge_model=judge_model, jobs=args.jobs, scheduler=scheduler,
-                                              parts=out / "parts", resume=args.resume, embed_cache=cache,
-                                              recycle=args.recycle, embedder=args.embedder, **options)
+            results, summary, confusion = run_spec(convs, spec, store, progress=True, jobs=args.jobs,
+                                                   scheduler=scheduler, parts=out / "parts", resume=args.resume,
+                                                   embed_cache=cache, recycle=args.recycle)
     except (KeyboardInterrupt, Exception) as e:
         if not _ctrl_c(e):
             raise
@@ -160,7 +161,7 @@ def _write_bench(out: Path, results: Any, summary: Any, confusion: Any, strategi
     import pandas as pd
 
     from ..lab.viz import recall_by_type, strategy_comparison, write_page
-    from .metrics import PROBE_MEASURES, RUN_MEASURES
+    from .metrics import HEADLINE, shown_columns
 
     results.to_csv(out / "results.csv", index=False)
     summary.to_csv(out / "summary.csv", index=False)
@@ -176,13 +177,13 @@ def _write_bench(out: Path, results: Any, summary: Any, confusion: Any, strategi
     (out / "run.json").write_text(json.dumps(record, indent=2))
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         # session-level recall only where the data names answer sessions (LongMemEval)
-        shown = ["strategy", "budget", *(m.name for m in PROBE_MEASURES + RUN_MEASURES if m.shown and m.name in summary
-                                         and not (m.name.startswith("session_") and summary[m.name].isna().all()))]
+        shown = ["strategy", "budget", *(c for c in shown_columns(judged=True) if c in summary
+                                         and not (c.startswith("session_") and summary[c].isna().all()))]
         print(summary[summary["type"] == "all"][shown].round(3).to_string(index=False))
         print()
         print(recall_by_type(summary).to_string())
     if len(strategies) > 1:
-        shown = pairs[(pairs["type"] == "all") & (pairs["metric"] == "evidence_recall")]
+        shown = pairs[(pairs["type"] == "all") & (pairs["metric"] == HEADLINE)]
         print("\npaired differences in evidence recall (a - b, 95% interval over conversations):")
         print(shown[["budget", "strategy_a", "strategy_b", "difference", "ci_low", "ci_high", "p_value", "verdict"]]
               .round(3).to_string(index=False))

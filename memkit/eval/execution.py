@@ -26,9 +26,8 @@ from ..errors import ConfigError
 from ..registry import DEFAULT_EMBEDDER
 from ..store.passages import PASSAGE_TOKENS
 from .conversation import run_conversation, scoped
-
-Job = tuple[Any, str, list[int]]  # (conversation, strategy, budgets)
-from .defaults import RECYCLE  # noqa: E402  (calls each --jobs worker takes before a fresh one replaces it)
+from .defaults import RECYCLE  # calls each --jobs worker takes before a fresh one replaces it
+from .spec import Job, RunSpec
 
 
 @dataclass(frozen=True)
@@ -100,11 +99,11 @@ def _worker(threads: int | dict[str, int], embedder: str = DEFAULT_EMBEDDER) -> 
     return worker
 
 
-def run_job(spec: StoreSpec, job: Job, kwargs: dict[str, Any], threads: int | dict[str, int] = 0) -> tuple[Any, str]:
-    """Run one job in a worker: its ``(rows, stats)`` and the worker's name."""
+def run_job(spec: StoreSpec, job: Job, run: RunSpec, threads: int | dict[str, int] = 0) -> tuple[Any, str]:
+    """Run one job of ``run`` in a worker: its ``(rows, stats)`` and the worker's name."""
     worker = _worker(threads, spec.embedder)
     with _store(spec) as store:
-        return run_conversation_on(store, job, kwargs), worker
+        return run_conversation_on(store, job, run), worker
 
 
 def warm_job(spec: StoreSpec, texts: Sequence[str], threads: int | dict[str, int] = 0) -> int:
@@ -190,7 +189,7 @@ class Parts:
         os.replace(tmp, path)
 
 
-def run_jobs(todo: Sequence[Job], where: Any, kwargs: dict[str, Any], jobs: int = 1, scheduler: str | None = None,
+def run_jobs(todo: Sequence[Job], where: Any, run: RunSpec, jobs: int = 1, scheduler: str | None = None,
              parts: Parts | None = None, progress: bool = False, passage_tokens: int = PASSAGE_TOKENS,
              recycle: int = RECYCLE) -> list[Any]:
     """Every job's ``(rows, stats)``, in job order: those ``parts`` already holds, and the rest run on ``where``
@@ -201,7 +200,7 @@ def run_jobs(todo: Sequence[Job], where: Any, kwargs: dict[str, Any], jobs: int 
     if isinstance(where, StoreSpec):
         fn, spec = run_job, where
     else:
-        fn, spec = (lambda _, job, kw, __: (run_conversation_on(where, job, kw), "main")), None
+        fn, spec = (lambda _, job, r, __: (run_conversation_on(where, job, r), "main")), None
     done: dict[int, Any] = dict(parts.done) if parts else {}
     pending = [i for i in range(len(todo)) if i not in done]
     # one machine (this one, or a cluster on one host) shares one cache file, warmed first with what it lacks;
@@ -223,7 +222,7 @@ def run_jobs(todo: Sequence[Job], where: Any, kwargs: dict[str, Any], jobs: int 
                 pass
         bar = _bar(None, len(todo), "bench", "job", progress, initial=len(todo) - len(pending))
         started, turns, workers = time.perf_counter(), 0, {}
-        for i, (result, worker) in execute(fn, [(i, (spec, todo[i], kwargs, threads)) for i in pending], jobs,
+        for i, (result, worker) in execute(fn, [(i, (spec, todo[i], run, threads)) for i in pending], jobs,
                                            scheduler, spec, pool):
             done[i] = result
             if parts:
@@ -241,10 +240,10 @@ def run_jobs(todo: Sequence[Job], where: Any, kwargs: dict[str, Any], jobs: int 
     return [done[i] for i in range(len(todo))]
 
 
-def run_conversation_on(store: Any, job: Job, kwargs: dict[str, Any]) -> Any:
+def run_conversation_on(store: Any, job: Job, run: RunSpec) -> Any:
     """One job on a store the caller holds."""
     conv, name, budgets = job
-    return run_conversation(scoped(conv, name), name, budgets, store=store, **kwargs)
+    return run_conversation(scoped(conv, name), name, budgets, store=store, **run.job_options())
 
 
 def _bar(items: Any, total: int, desc: str, unit: str, progress: bool, initial: int = 0) -> Any:

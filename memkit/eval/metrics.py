@@ -163,7 +163,7 @@ class Measure:
     runner fills it, a timing or the judge's), and ``aggregate`` how the summary takes it over probes (None:
     not summarised). A run measure is a column of the summary per strategy and budget: ``run(RunStats)``.
     ``shown``: in the console table; ``interval``: a bootstrap 95% interval in the summary (``stats.py``);
-    ``judged``: only in a run with a judge."""
+    ``judged``: only in a run with a judge; ``label``: how tables, axes and pages name it (with its unit)."""
 
     name: str
     probe: Callable[[Context, Conversation, Any], float] | None = None
@@ -172,6 +172,7 @@ class Measure:
     shown: bool = True
     interval: bool = False
     judged: bool = False
+    label: str = ""
 
 
 @dataclass(frozen=True)
@@ -217,11 +218,12 @@ def fact_precision(confusion: dict[tuple[str, str], int]) -> float:
 
 
 PROBE_MEASURES = (
-    Measure("evidence_recall", lambda ctx, conv, p: evidence_recall(ctx, conv, p.evidence), interval=True),
+    Measure("evidence_recall", lambda ctx, conv, p: evidence_recall(ctx, conv, p.evidence), interval=True,
+            label="evidence recall (share of evidence turns shown)"),
     Measure("answer_in_context", lambda ctx, conv, p: answer_in_context(ctx, p.answer)
-            if p.type != "abstention" else math.nan, interval=True),
-    Measure("context_tokens", lambda ctx, conv, p: ctx.tokens),
-    Measure("stale", lambda ctx, conv, p: stale(ctx, p.answer, p.old_answer)),
+            if p.type != "abstention" else math.nan, interval=True, label="answer in context (share of questions)"),
+    Measure("context_tokens", lambda ctx, conv, p: ctx.tokens, label="context tokens"),
+    Measure("stale", lambda ctx, conv, p: stale(ctx, p.answer, p.old_answer), label="stale (an old value shown alone)"),
     Measure("repeated_lines", lambda ctx, conv, p: repeated_lines(ctx)),
     # shown when a data set names answer sessions (the console drops a column with no value)
     Measure("session_recall_any", lambda ctx, conv, p: session_recall(ctx, conv, p.sessions)[0]),
@@ -231,19 +233,37 @@ PROBE_MEASURES = (
     Measure("judged_answer", aggregate=None, shown=False, judged=True),
 )
 RUN_MEASURES = (
-    Measure("tokens_per_turn", run=lambda r: _mean(s["tokens_per_turn"] for s in r.stats)),
-    Measure("op_accuracy", run=lambda r: r.of_turns(lambda g, p: g == p)),
+    Measure("tokens_per_turn", run=lambda r: _mean(s["tokens_per_turn"] for s in r.stats), label="tokens sent per turn"),
+    Measure("op_accuracy", run=lambda r: r.of_turns(lambda g, p: g == p), label="op accuracy"),
     # the share of user turns whose extraction or planning failed and wrote nothing
-    Measure("error_rate", run=lambda r: r.of_turns(lambda g, p: p == "ERROR")),
-    Measure("fact_precision", run=lambda r: fact_precision(r.confusion) if r.has_ops else math.nan),
-    Measure("duplicate_rate", run=lambda r: _mean(s["duplicate_rate"] for s in r.stats) if r.keeps_facts else math.nan),
+    Measure("error_rate", run=lambda r: r.of_turns(lambda g, p: p == "ERROR"), label="error rate"),
+    Measure("fact_precision", run=lambda r: fact_precision(r.confusion) if r.has_ops else math.nan,
+            label="fact precision"),
+    Measure("duplicate_rate", run=lambda r: _mean(s["duplicate_rate"] for s in r.stats) if r.keeps_facts else math.nan,
+            label="duplicates"),
     Measure("turns_per_s", run=lambda r: sum(s["turns"] for s in r.stats)
             / max(sum(s["write_total_ms"] for s in r.stats) / 1000, 1e-9)),
     Measure("read_p50_ms", run=lambda r: percentile(r.reads, 50)),
     Measure("read_p95_ms", run=lambda r: percentile(r.reads, 95)),
-    Measure("write_p50_ms", run=lambda r: percentile(r.writes, 50)),
+    Measure("write_p50_ms", run=lambda r: percentile(r.writes, 50), label="write p50 ms"),
     Measure("write_p95_ms", run=lambda r: percentile(r.writes, 95)),
 )
+
+
+MEASURES = {m.name: m for m in PROBE_MEASURES + RUN_MEASURES}
+HEADLINE = "evidence_recall"  # the measure a run is judged by first (the console's comparison, the README's table)
+
+
+def label(column: str) -> str:
+    """How tables, axes and pages name a column: its measure's label, else its name in words."""
+    m = MEASURES.get(column)
+    return m.label if m is not None and m.label else column.replace("_", " ")
+
+
+def shown_columns(judged: bool = False) -> list[str]:
+    """The measures a run's summary shows (``memkit bench``'s console, notebook 7), in the table's order; the
+    judge's too with ``judged``."""
+    return [m.name for m in PROBE_MEASURES + RUN_MEASURES if m.shown and (judged or not m.judged)]
 
 
 def probe_columns(judged: bool) -> list[str]:

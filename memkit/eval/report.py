@@ -17,6 +17,8 @@ from typing import Sequence
 
 import pandas as pd
 
+from .metrics import HEADLINE, label
+
 TWO_LAYER = "two-layer:keyed"
 
 
@@ -43,7 +45,7 @@ def recall_table(summary: pd.DataFrame) -> str:
 
 
 def _pairs(compare: pd.DataFrame) -> pd.DataFrame:
-    return compare[(compare["type"] == "all") & (compare["metric"] == "evidence_recall")]
+    return compare[(compare["type"] == "all") & (compare["metric"] == HEADLINE)]
 
 
 def difference(pairs: pd.DataFrame, ours: str, base: str, budget: int) -> str:
@@ -172,9 +174,8 @@ def model_section(folder: Path, title: str) -> str:
                [[r.turn, r.text, f"{r.seconds:.1f}", r.events or "–", r.outcome] for r in turns.itertuples()]), ""])
 
 
-OPS_COLUMNS = [("op_accuracy", "op accuracy"), ("error_rate", "error rate"), ("fact_precision", "fact precision"),
-               ("duplicate_rate", "duplicates"), ("stale", "stale"), ("evidence_recall", "evidence recall"),
-               ("write_p50_ms", "write p50 ms")]
+OPS_COLUMNS = [(c, label(c).split(" (")[0]) for c in ("op_accuracy", "error_rate", "fact_precision", "duplicate_rate",
+                                                        "stale", "evidence_recall", "write_p50_ms")]
 
 
 def ops_section(folder: Path, title: str) -> str:
@@ -230,7 +231,7 @@ def headline(runs: Sequence[tuple[str, Path]]) -> str:
     """The README's short table: per run and budget, two-layer memory's evidence recall, the best ``rag:*``
     baseline's, and their paired difference with its interval (runs whose files are missing are left out)."""
     rows = []
-    for label, folder in runs:
+    for name, folder in runs:
         if not (folder / "summary.csv").exists():
             continue
         summary = pd.read_csv(folder / "summary.csv")
@@ -246,6 +247,6 @@ def headline(runs: Sequence[tuple[str, Path]]) -> str:
                 continue
             best = rags["evidence_recall"].idxmax()
             cell = difference(_pairs(compare), ours, best, b) if compare is not None else "–"
-            rows.append([label, f"{b:,}", f"{at.loc[ours, 'evidence_recall']:.3f}",
+            rows.append([name, f"{b:,}", f"{at.loc[ours, 'evidence_recall']:.3f}",
                          f"{best} {rags.loc[best, 'evidence_recall']:.3f}", cell])
     return _table(["data", "tokens", "two-layer", "best raw retrieval", "difference [95% interval]"], rows)

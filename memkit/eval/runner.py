@@ -8,15 +8,14 @@ from typing import Any, Iterable, Sequence
 
 import pandas as pd
 
-from .. import registry
 from ..config import offline_embedder
 from ..registry import DEFAULT_EMBEDDER
 from ..errors import ConfigError
 from ..store.passages import PASSAGE_TOKENS
 from ..store import FactStore
-from ..strategies import budget_free, check_options
 from .conversation import KEYS
 from .data import Conversation
+from .spec import RunSpec
 from .defaults import DEFAULT_STRATEGIES, RECYCLE
 from .metrics import OPS, PROBE_MEASURES, RUN_MEASURES, RunStats, probe_columns, with_columns
 from .stats import with_intervals
@@ -43,47 +42,47 @@ def run(conversations: Sequence[Conversation], strategies: Iterable[str] = DEFAU
     ``embedder`` names the offline embedder every store of the run shares (``minilm`` or ``e5``; by default
     ``MEMKIT_EMBEDDER``'s, else ``minilm``: ``config.offline_embedder``).
     """
+    spec = RunSpec(tuple(strategies), (budget,) if isinstance(budget, int) else tuple(budget), k, per_turn_tokens,
+                   judge_model, embedder or offline_embedder(), dict(memory_options))
+    return run_spec(conversations, spec, store, progress, jobs, scheduler, parts, resume, embed_cache, recycle)
+
+
+def run_spec(conversations: Sequence[Conversation], spec: RunSpec, store: FactStore | str | None = None,
+             progress: bool = False, jobs: int = 1, scheduler: str | None = None, parts: str | Path | None = None,
+             resume: bool = False, embed_cache: str | Path | None = None,
+             recycle: int = RECYCLE) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """``run`` for a ``RunSpec``: where and how it runs is the rest (see ``run``)."""
     from .execution import Parts, StoreSpec, run_jobs
 
-    strategies = list(strategies)
-    budgets = [budget] if isinstance(budget, int) else list(budget)
-    _check_run(strategies, jobs, recycle)
-    check_options(memory_options)  # before any worker starts: a misspelt option would be dropped in silence
-    todo = [(c, name, bs) for name in strategies for c in conversations
-            for bs in ([budgets] if budget_free(name) else [[b] for b in budgets])]
-    kwargs = {"k": k, "per_turn_tokens": per_turn_tokens, "judge_model": judge_model, **memory_options}
+    _check_run(jobs, recycle)
+    todo = spec.jobs(conversations)
     spread = jobs > 1 or scheduler is not None
-    if spread and (judge_model is not None or "chat_model" in memory_options):
+    if spread and (spec.judge_model is not None or "chat_model" in spec.options):
         raise ConfigError("a chat model (--judge, two-layer:llm) runs in this process only: run without jobs "
                           "or scheduler")
-    embedder = embedder or offline_embedder()
-    registry.factory("embedder", embedder)  # an unknown name fails before the run
     if isinstance(store, FactStore) and (spread or embed_cache):
         raise ConfigError("jobs, scheduler and embed_cache open a store per worker: pass store as 'ephemeral' "
                           "or a postgresql:// URL, not a FactStore")
     where = store if isinstance(store, FactStore) else \
         StoreSpec(store or "ephemeral", f"bench_{uuid.uuid4().hex[:8]}", str(embed_cache) if embed_cache else None,
-                  embedder)
+                  spec.embedder)
     saved = None
     if parts:
         options = {key: v if isinstance(v, (int, float, str, bool, type(None))) else type(v).__name__
-                   for key, v in kwargs.items()}
-        saved = Parts(Path(parts), {"conversations": [c.id for c in conversations], "strategies": strategies,
-                                    "budgets": budgets, "options": options,
-                                    **({"embedder": embedder} if embedder != DEFAULT_EMBEDDER else {})})
+                   for key, v in spec.job_options().items()}
+        saved = Parts(Path(parts), {"conversations": [c.id for c in conversations], "strategies": list(spec.strategies),
+                                    "budgets": list(spec.budgets), "options": options,
+                                    **({"embedder": spec.embedder} if spec.embedder != DEFAULT_EMBEDDER else {})})
         saved.start(todo, resume)
-    done = run_jobs(todo, where, kwargs, jobs, scheduler, saved, progress,
-                    memory_options.get("passage_tokens", PASSAGE_TOKENS), recycle)
+    done = run_jobs(todo, where, spec, jobs, scheduler, saved, progress,
+                    spec.options.get("passage_tokens", PASSAGE_TOKENS), recycle)
     rows = [r for result in done for r in result[0]]
     stats = [s for result in done for s in result[1]]
-    results = with_columns(rows, [*KEYS, *probe_columns(judge_model is not None)])
-    return results, summarise(results, stats, strategies), confusion_table(stats)
+    results = with_columns(rows, [*KEYS, *probe_columns(spec.judge_model is not None)])
+    return results, summarise(results, stats, list(spec.strategies)), confusion_table(stats)
 
 
-def _check_run(strategies: Sequence[str], jobs: int, recycle: int) -> None:
-    for name in strategies:
-        if name not in registry.names("strategy"):
-            raise ConfigError(f"unknown strategy {name!r}; choose from {registry.names('strategy')}")
+def _check_run(jobs: int, recycle: int) -> None:
     if jobs < 1:
         raise ConfigError(f"jobs must be at least 1, got {jobs}")
     if not isinstance(recycle, int) or recycle < 0:

@@ -15,6 +15,7 @@ import plotly.express as px
 from ..errors import ConfigError, MemkitError
 from ..validate import out_dir
 from ..lab.viz import write_page
+from .metrics import label
 
 
 def parse_param(spec: str) -> tuple[str, list[Any]]:
@@ -163,11 +164,9 @@ def sweep_figure(sweep: pd.DataFrame, params: Sequence[str], metric: str | None 
     return fig.update_layout(showlegend=bool(labels))
 
 
-TITLES = {"budget": "context budget (tokens)", "evidence_recall": "evidence recall (share of evidence turns shown)",
-          "answer_in_context": "answer in context (share of questions)", "context_tokens": "context tokens",
-          "tokens_per_turn": "tokens sent per turn", "size": "conversations", "k": "facts recalled (k)"}
+TITLES = {"budget": "context budget (tokens)", "size": "conversations", "k": "facts recalled (k)"}  # parameters
 
 
 def _title(column: str) -> str:
-    """An axis title with its unit for the columns memkit writes; other columns by their name."""
-    return TITLES.get(column, column.replace("_", " "))
+    """An axis title with its unit: a parameter's, or a measure's label (``metrics.label``)."""
+    return TITLES.get(column) or label(column)
