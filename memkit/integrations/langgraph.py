@@ -34,6 +34,7 @@ from ..read.pipeline import ReadOptions, search_facts
 from ..store.lexicon import STOPWORDS, stems
 from ..read.recall import RecallOptions
 from ..store import FactStore
+from ..strategies import NoFacts
 from ..types import Candidate, Event, EventKind, Fact
 from ..write import reconcile
 from ..write.path import WritePath
@@ -83,13 +84,6 @@ class ItemPolicy:
 
     def resolve(self, facts: Sequence[Fact]) -> list[Fact]:
         return list(facts)
-
-
-class NoExtraction:
-    """A store's items are written as they are given: nothing is extracted from them."""
-
-    def extract(self, text: str, source: tuple[str, ...] = ()) -> list[Candidate]:
-        return []
 
 
 def _text(value: dict[str, Any], fields: Sequence[str] | None) -> str:
@@ -142,7 +136,7 @@ class MemkitStore(BaseStore):
         put's own ``index`` wins, and ``index=False`` keeps an item out of query search."""
         self.store = store or FactStore.ephemeral()
         self.fields = list(index) if index else None
-        self.writes = WritePath(self.store, NoExtraction(), ItemPolicy())
+        self.writes = WritePath(self.store, NoFacts(), ItemPolicy())
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="memkit-langgraph")
 
     # ---- BaseStore ------------------------------------------------------------------------------
