@@ -13,8 +13,10 @@ embedding, a Chroma query or a disk write. What runs at once, and what waits:
   threads: "one current fact per key" and the event log's order hold under any concurrency.
 - ``forget`` waits for the user's running calls to finish and holds the user's sessions while it runs.
 
-The stores are the embedded ones' and PostgreSQL's, reached through their synchronous drivers on the pool;
-``aclose`` waits for the calls under way, then closes the memory.
+The stores are reached through their synchronous drivers on the pool (one implementation of every query
+for ``Memory`` and ``AsyncMemory``): PostgreSQL's statements run at once on connections from the store's pool
+(``psycopg_pool``), ``chroma run``'s requests on its shared HTTP client; the embedded records file (SQLite)
+runs one statement at a time. ``aclose`` waits for the calls under way, then closes the memory.
 """
 
 from __future__ import annotations

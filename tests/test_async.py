@@ -2,6 +2,7 @@
 a session's turns keep the order they were awaited in, and a closed memory says so by name."""
 
 import asyncio
+import re
 
 import pytest
 
@@ -57,3 +58,38 @@ def test_a_closed_async_memory_and_bad_input_are_named_errors(embedder):
             AsyncMemory(given, policy="keyed")
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("backend", ["folder", "postgres"])
+def test_forty_two_users_at_once_keep_their_own_facts_one_per_key_and_lose_nothing(backend, tmp_path, embedder,
+                                                                                     request):
+    """The issue's bar: 40+ users observing and reading concurrently in one event loop, on the embedded store
+    and on PostgreSQL: each context holds the user's own current fact and no other user's; every user ends
+    with one current city (the changed mind replaced the first), an ADD and an UPDATE in its history, and every
+    turn kept as an episode."""
+    if backend == "postgres":
+        store = FactStore.postgres(request.getfixturevalue("postgres_url"), embedder,
+                                   namespace=f"aio{tmp_path.name[-12:].replace('-', '_')}")
+    else:
+        store = FactStore.persistent(str(tmp_path / "s"), embedder)
+    users = [f"user{n}" for n in range(42)]
+    turns = ["I live in Town{n}a.", "I prefer tea, blend {n}.", "Actually I moved to Town{n}b last week."]
+
+    async def one_user(m: AsyncMemory, n: int, user: str):
+        for i, turn in enumerate(turns):
+            await m.observe(user, "s", "user", turn.format(n=n), time=1.7e9 + i)
+        await m.end_session(user, "s", keep=True)
+        return await m.context(user, "s2", "Where do I live now?", budget=400)
+
+    async def main():
+        async with AsyncMemory(store=store, workers=4) as m:
+            contexts = await asyncio.gather(*(one_user(m, n, u) for n, u in enumerate(users)))
+            return contexts, [(store.profile(u), store.history(u), store.episodes(u)) for u in users]
+
+    contexts, held = asyncio.run(main())
+    for n, (ctx, (facts, history, episodes)) in enumerate(zip(contexts, held)):
+        assert f"Town{n}b" in ctx.text and set(re.findall(r"Town(\d+)", ctx.text)) == {str(n)}  # no one else's
+        cities = [f for f in facts if f.key == "user.location"]
+        assert [f.value for f in cities] == [f"Town{n}b"]  # one current fact per key, the newest
+        assert {"ADD", "UPDATE"} <= {e.kind.value for e in history}
+        assert sorted(e.content for e in episodes) == sorted(t.format(n=n) for t in turns)  # nothing lost

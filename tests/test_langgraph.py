@@ -9,10 +9,11 @@ import random
 import pytest
 
 pytest.importorskip("langgraph")
-from langgraph.store.base import MatchCondition  # noqa: E402
+from langgraph.store.base import InvalidNamespaceError, MatchCondition  # noqa: E402
 from langgraph.store.memory import InMemoryStore  # noqa: E402
 
 from memkit import FactStore  # noqa: E402
+from memkit.errors import InvalidArgument  # noqa: E402
 from memkit.integrations.langgraph import MemkitStore, user_of  # noqa: E402
 
 
@@ -71,6 +72,29 @@ def test_query_search_ranks_by_recall_within_the_namespace_only(embedder):
     assert {(i.namespace, i.key) for i in both} >= {(("memories", "ana"), "1"), (("memories", "bob"), "1")}
     page = [i.key for i in s.search(("memories", "ana"), limit=1, offset=1)]
     assert page == ["2"]  # items in the order they were first put
+    s.close()
+
+
+def test_a_wrong_namespace_shape_or_argument_is_a_named_error_and_writes_nothing(embedder):
+    s = MemkitStore(FactStore.ephemeral(embedder))
+    s.put(("memories", "ana"), "1", {"text": "Ana loves pizza."})
+    for namespace in ["memories", (), ("memories", 7), ("memories", ""), ["a", None]]:
+        with pytest.raises(InvalidNamespaceError):
+            s.put(namespace, "1", {"text": "x"})
+    with pytest.raises(InvalidNamespaceError):
+        s.search("memories")  # a string would be read one letter per label
+    with pytest.raises(InvalidNamespaceError):
+        s.get((), "1")
+    for bad in [{"limit": -1}, {"offset": -2}, {"query": b"pizza"}]:
+        with pytest.raises(InvalidArgument):
+            s.search(("memories",), **bad)
+    with pytest.raises(InvalidArgument):
+        s.list_namespaces(max_depth=0)
+    for value in [{"n": float("nan")}, {"when": object()}, ["not", "a", "dict"]]:
+        with pytest.raises(InvalidArgument):
+            s.put(("memories", "ana"), "2", value)
+    assert _view(s.search((), limit=100)) == [(("memories", "ana"), "1", repr([("text", "Ana loves pizza.")]))]
+    assert s.list_namespaces() == [("memories", "ana")]
     s.close()
 
 

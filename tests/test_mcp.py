@@ -42,6 +42,10 @@ def test_an_mcp_client_remembers_recalls_and_forgets_per_user(tmp_path):
             assert [f["value"] for f in facts][:1] == ["Oslo"] and "Lisbon" not in json.dumps(facts)
             bad = await client.call_tool("recall", {"user_id": "", "question": "x"})
             assert bad.is_error and "MissingUserId: user_id" in bad.content[0].text
+            huge = await client.call_tool("recall", {"user_id": "ann", "question": "x", "budget": 10**15})
+            assert huge.is_error and "InvalidArgument: budget must be at most" in huge.content[0].text
+            empty = await client.call_tool("remember", {"user_id": "ann", "content": " "})
+            assert empty.is_error and "InvalidContent" in empty.content[0].text
 
     async def session_two():  # a new server process on the same folder
         async with Client(_server(tmp_path / "s")) as client:

@@ -233,3 +233,35 @@ def test_a_turns_unusable_extractions_are_counted_in_the_database(postgres_url, 
     assert [e.id for e in store.queue.to_extract()] == [ep.id]  # counted, still waiting for flush()
     store.drop_user("u")
     store.close()
+
+
+def test_threads_run_their_statements_on_the_server_at_once(postgres_url):
+    """PostgreSQL's connections come from a pool, one per thread at a time: a read of one thread runs while
+    another thread's transaction is open (SQLite's one connection makes it wait), and a thread's nested
+    transactions share one connection and one commit."""
+    import threading
+
+    from memkit.store.sql import Database
+
+    db = Database.postgres(postgres_url, f"pool{os.getpid()}")
+    db.execute("CREATE TABLE IF NOT EXISTS t (n INTEGER)")
+    inside, read = threading.Event(), []
+
+    def writer():
+        with db.transaction() as run:
+            run("INSERT INTO t (n) VALUES (?)", (1,))
+            with db.transaction() as nested:
+                nested("INSERT INTO t (n) VALUES (?)", (2,))
+            inside.set()
+            reader.join(timeout=60)  # the transaction stays open while the other thread reads
+
+    def read_while_open():
+        inside.wait(timeout=60)
+        read.append(db.rows("SELECT count(*) FROM t")[0][0])
+
+    reader = threading.Thread(target=read_while_open)
+    reader.start()
+    threading.Thread(target=writer).run()
+    assert read == [0]  # it ran during the open transaction, and saw none of its rows
+    assert db.rows("SELECT count(*) FROM t")[0][0] == 2  # both inserts, in one commit
+    db.close()

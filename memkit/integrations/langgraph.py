@@ -26,9 +26,11 @@ from typing import Annotated, Any, Callable, ClassVar, Iterable, Sequence, Typed
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
-from langgraph.store.base import (BaseStore, GetOp, Item, ListNamespacesOp, Op, PutOp, Result, SearchItem,
-                                  SearchOp)
+from langgraph.store.base import (BaseStore, GetOp, InvalidNamespaceError, Item, ListNamespacesOp, Op, PutOp,
+                                  Result, SearchItem, SearchOp)
 
+from .. import validate
+from ..errors import InvalidArgument
 from ..memory import Memory
 from ..read.pipeline import ReadOptions, search_facts
 from ..store.lexicon import STOPWORDS, stems
@@ -84,6 +86,42 @@ class ItemPolicy:
 
     def resolve(self, facts: Sequence[Fact]) -> list[Fact]:
         return list(facts)
+
+
+def _labels(namespace: Any, empty: bool) -> tuple[str, ...]:
+    """A namespace as a tuple of labels, or LangGraph's ``InvalidNamespaceError`` naming what is wrong: a string
+    (which would be read as one label per character), None, a label that is not a non-empty string."""
+    if not isinstance(namespace, (tuple, list)):
+        raise InvalidNamespaceError(f"a namespace is a tuple of strings, like ('memories', 'ana'), got {namespace!r}")
+    if not namespace and not empty:
+        raise InvalidNamespaceError("a namespace cannot be empty: it names the user an item belongs to")
+    for label in namespace:
+        if not isinstance(label, str) or not label or "\x00" in label:
+            raise InvalidNamespaceError(f"namespace labels are non-empty strings without NUL, got {label!r} in "
+                                        f"{tuple(namespace)!r}")
+    return tuple(namespace)
+
+
+def checked(op: Op) -> Op:
+    """``op`` with its namespace a tuple, or the named error for what a careless caller could pass: a wrong
+    namespace shape (``InvalidNamespaceError``), a key that is not a string, a negative limit or offset, a depth
+    below 1, a query that is not text (``InvalidArgument``)."""
+    if isinstance(op, (GetOp, PutOp)):
+        if not isinstance(op.key, str):
+            raise InvalidArgument(f"an item's key is a string, got {op.key!r}")
+        return op._replace(namespace=_labels(op.namespace, empty=False))
+    if isinstance(op, SearchOp):
+        validate.count("limit", op.limit), validate.count("offset", op.offset)
+        if op.query is not None:
+            validate.query(op.query)
+        return op._replace(namespace_prefix=_labels(op.namespace_prefix, empty=True))
+    if isinstance(op, ListNamespacesOp):
+        validate.count("limit", op.limit), validate.count("offset", op.offset)
+        if op.max_depth is not None:
+            validate.positive_int("max_depth", op.max_depth)
+        for cond in op.match_conditions or ():
+            _labels(cond.path, empty=True)
+    return op
 
 
 def _text(value: dict[str, Any], fields: Sequence[str] | None) -> str:
@@ -150,6 +188,7 @@ class MemkitStore(BaseStore):
         self._pool.shutdown(wait=True)
 
     def _one(self, op: Op) -> Result:
+        op = checked(op)
         if isinstance(op, GetOp):
             fact = self._fact(op.namespace, op.key)
             return None if fact is None else self._item(Item, op.namespace, fact)
@@ -179,9 +218,12 @@ class MemkitStore(BaseStore):
                     reconcile.apply(self.store, user, [Event(EventKind.DELETE, user, old.id, old, None, f"delete {op.key}")])
             return None
         if not isinstance(op.value, dict):
-            raise TypeError(f"a store item's value is a dict, got {type(op.value).__name__}")
+            raise InvalidArgument(f"a store item's value is a dict, got {type(op.value).__name__}")
         fields = self.fields if op.index is None else (list(op.index) if op.index else None)
-        value = json.dumps(op.value, ensure_ascii=False, sort_keys=True)
+        try:
+            value = json.dumps(op.value, ensure_ascii=False, sort_keys=True, allow_nan=False)
+        except (TypeError, ValueError) as e:  # an object JSON cannot hold, NaN or infinity: nothing is written
+            raise InvalidArgument(f"a store item's value must be JSON (strings, finite numbers, lists, dicts): {e}") from None
         kind = UNINDEXED if op.index is False else INDEXED
         text = _text(op.value, fields) if kind == INDEXED else value
         self.writes.write(user, [Candidate(text=text, key=op.key, value=value, kind=kind, source=(op.key,))])

@@ -22,6 +22,8 @@ from typing import Any, Callable, Iterator, Sequence
 from ..errors import ConfigError, StoreClosed, StoreCorrupt, StoreFull, StoreUnavailable
 
 DDL_LOCK = 0x6D656D6B6974  # "memkit": the advisory lock held while a PostgreSQL schema is created or migrated
+POOL_SIZE = 8  # PostgreSQL connections per store at most: AsyncMemory's workers and a few threads of the caller's
+POOL_WAIT = 120.0  # seconds a thread waits for one of them before StoreUnavailable
 
 
 def connect_sqlite(path: str | Path, timeout: float, script: str = "", attempts: int = 50) -> sqlite3.Connection:
@@ -85,12 +87,16 @@ class Database:
 
     def __init__(self, conn: Any, dialect: Dialect, owner_lock: Callable[[str], AbstractContextManager[None]],
                  closer: Callable[[], None], path: str = ":memory:",
-                 index_lock: Callable[[], AbstractContextManager[None]] = nullcontext) -> None:
+                 index_lock: Callable[[], AbstractContextManager[None]] = nullcontext, pool: Any = None) -> None:
+        """``conn``: SQLite's connection, shared by the threads under ``guard``; ``pool``: PostgreSQL's pool of
+        connections (``psycopg_pool.ConnectionPool``), one held by a thread for its outermost call, so threads
+        (``AsyncMemory``'s workers) run their statements on the server at once."""
         self.conn, self.dialect, self.path = conn, dialect, path
         self.owner_lock, self.index_lock, self._closer = owner_lock, index_lock, closer
-        self.guard = threading.RLock()
+        self.pool = pool
+        self.guard = threading.RLock()  # SQLite's one connection: one thread at a time
         self.closed = False
-        self._depth = 0  # transactions open on this connection (one thread at a time holds the guard)
+        self._local = threading.local()  # the connection a thread holds, and its transactions open on it
 
     @classmethod
     def sqlite(cls, path: str | Path = ":memory:") -> "Database":
@@ -126,15 +132,30 @@ class Database:
         except ImportError:
             raise ConfigError("a PostgreSQL store needs psycopg: pip install 'memkit-lab[postgres]'") from None
         try:
-            conn = psycopg.connect(url, autocommit=True)
-            schema = sql.Identifier(f"memkit_{namespace}")
-            with conn.transaction():  # one process at a time creates the schema (IF NOT EXISTS can race)
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (DDL_LOCK,))
-                conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(schema))
-            conn.execute(sql.SQL("SET search_path TO {}, public").format(schema))
+            from psycopg_pool import ConnectionPool
+        except ImportError:
+            raise ConfigError("a PostgreSQL store needs psycopg_pool: pip install 'memkit-lab[postgres]'") from None
+        schema = sql.Identifier(f"memkit_{namespace}")
+        try:
+            with psycopg.connect(url, autocommit=True) as conn:
+                with conn.transaction():  # one process at a time creates the schema (IF NOT EXISTS can race)
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (DDL_LOCK,))
+                    conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(schema))
         except psycopg.OperationalError as e:
             raise StoreUnavailable(f"the {role} ({_safe(url)}) is unreachable: {e}".strip()) from e
-        return cls(conn, POSTGRES, _advisory_lock(url, namespace), conn.close, url)
+
+        def configure(conn: Any) -> None:
+            conn.execute(sql.SQL("SET search_path TO {}, public").format(schema))
+
+        pool = ConnectionPool(url, min_size=1, max_size=POOL_SIZE, kwargs={"autocommit": True}, configure=configure,
+                              timeout=POOL_WAIT, name=f"memkit-{namespace}", open=True)
+        lock, close_locks = _advisory_lock(url, namespace)
+
+        def close() -> None:
+            pool.close()
+            close_locks()
+
+        return cls(None, POSTGRES, lock, close, url, pool=pool)
 
     def scrub(self) -> None:
         """After a forget: SQLite's write-ahead log copied into the file and emptied, so no frame of it holds a
@@ -149,21 +170,46 @@ class Database:
         if self.closed:
             raise StoreClosed("this store's database was closed; open a new store")
 
+    @contextmanager
+    def _held(self) -> Iterator[Any]:
+        """The connection this thread runs on: SQLite's one, under the guard; PostgreSQL's from the pool, kept
+        by the thread until its outermost call returns (a transaction's statements share it)."""
+        if self.pool is None:
+            with self.guard:
+                self.check()
+                yield self.conn
+            return
+        self.check()
+        held = getattr(self._local, "conn", None)
+        if held is not None:
+            yield held
+            return
+        from psycopg_pool import PoolTimeout
+
+        try:
+            conn = self._local.conn = self.pool.getconn()
+        except PoolTimeout as e:
+            raise StoreUnavailable(f"no PostgreSQL connection came free in {POOL_WAIT:g} s ({_safe(self.path)}; "
+                                   f"{POOL_SIZE} at most per store): {e}") from e
+        try:
+            yield conn
+        finally:
+            self._local.conn = None
+            self.pool.putconn(conn)  # back to the pool; a broken one is replaced
+
     def execute(self, sql: str, args: Sequence[Any] = ()) -> Any:
-        """Run one statement under the guard (placeholders ``?``)."""
-        with self.guard:
-            self.check()
-            return self._run(sql, args)
+        """Run one statement (placeholders ``?``); returns how many rows it changed."""
+        with self._held() as conn:
+            return self._run(conn, sql, args).rowcount
 
     def rows(self, sql: str, args: Sequence[Any] = ()) -> list[tuple]:
-        with self.guard:
-            self.check()
-            return self._run(sql, args).fetchall()
+        with self._held() as conn:
+            return self._run(conn, sql, args).fetchall()
 
-    def _run(self, sql: str, args: Sequence[Any]) -> Any:
+    def _run(self, conn: Any, sql: str, args: Sequence[Any]) -> Any:
         if self.dialect is SQLITE:
             try:
-                return self.conn.execute(sql, tuple(args))
+                return conn.execute(sql, tuple(args))
             except sqlite3.DatabaseError as e:
                 error = named(e, self.path)
                 if error is e:
@@ -172,7 +218,7 @@ class Database:
         import psycopg
 
         try:
-            return self.conn.execute(self.dialect.statement(sql), tuple(args) or None)
+            return conn.execute(self.dialect.statement(sql), tuple(args) or None)
         except psycopg.OperationalError as e:
             raise StoreUnavailable(f"the PostgreSQL database is unreachable: {e}".strip()) from e
 
@@ -180,27 +226,27 @@ class Database:
     def transaction(self) -> Iterator[Callable[..., Any]]:
         """One write transaction: yields ``run(sql, args)``; committed on exit, rolled back on an error. A
         transaction opened inside another (same thread) joins it: one commit for both."""
-        with self.guard:
-            self.check()
-            run = lambda sql, args=(): self._run(sql, args)  # noqa: E731
-            if self._depth:
-                self._depth += 1
+        with self._held() as conn:
+            run = lambda sql, args=(): self._run(conn, sql, args)  # noqa: E731
+            depth = getattr(self._local, "depth", 0)
+            if depth:
+                self._local.depth = depth + 1
                 try:
                     yield run
                 finally:
-                    self._depth -= 1
+                    self._local.depth -= 1
                 return
-            self._run(self.dialect.begin, ())
-            self._depth = 1
+            run(self.dialect.begin)
+            self._local.depth = 1
             try:
                 yield run
-                self._run("COMMIT", ())
+                run("COMMIT")
             except BaseException:
-                if self.dialect is not SQLITE or self.conn.in_transaction:  # SQLite ends one itself on a full disk
-                    self._run("ROLLBACK", ())
+                if self.dialect is not SQLITE or conn.in_transaction:  # SQLite ends one itself on a full disk
+                    run("ROLLBACK")
                 raise
             finally:
-                self._depth = 0
+                self._local.depth = 0
 
     def migrate(self, name: str, steps: Sequence[str]) -> int:
         """Run the ``steps`` of component ``name`` (each ``;``-separated statements) not yet applied, in one
@@ -311,17 +357,21 @@ class _ByteLocks:
                 self.depth[offset] -= 1
 
 
-def _advisory_lock(url: str, namespace: str) -> Callable[[str], AbstractContextManager[None]]:
-    """A per-owner lock held as a PostgreSQL session advisory lock, on one connection per thread."""
+def _advisory_lock(url: str, namespace: str) -> tuple[Callable[[str], AbstractContextManager[None]], Callable[[], None]]:
+    """A per-owner lock held as a PostgreSQL session advisory lock, on one connection per thread (a thread that
+    takes an owner's lock again takes it on the same session, where advisory locks are reentrant); and the
+    function that closes those connections with the store."""
     import psycopg
 
-    local = threading.local()
+    local, made, guard = threading.local(), [], threading.Lock()
 
     @contextmanager
     def lock(owner: str) -> Iterator[None]:
         conn = getattr(local, "conn", None)
         if conn is None or conn.closed:
             conn = local.conn = psycopg.connect(url, autocommit=True)
+            with guard:
+                made.append(conn)
         # 60 bits of a hash of namespace and owner: fits PostgreSQL's signed bigint
         key = int(hashlib.sha256(f"{namespace}/{owner}".encode()).hexdigest()[:15], 16)
         conn.execute("SELECT pg_advisory_lock(%s)", (key,))
@@ -330,4 +380,10 @@ def _advisory_lock(url: str, namespace: str) -> Callable[[str], AbstractContextM
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
 
-    return lock
+    def close() -> None:
+        with guard:
+            for conn in made:
+                conn.close()
+            made.clear()
+
+    return lock, close

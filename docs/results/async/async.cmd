@@ -1,1 +1,1 @@
-python scripts/measure_async.py --users 8 --turns 8 --backend persistent --backend http --backend postgres --out docs/results/async
+python scripts/measure_async.py --users 16 --turns 16 --backend persistent --backend http --backend postgres --out docs/results/async
