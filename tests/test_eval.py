@@ -11,7 +11,7 @@ from memkit import DatasetError, FactStore
 from memkit.eval import load, run
 from memkit.eval.data import timestamp
 from memkit.eval.datasets import describe
-from memkit.eval.metrics import answer_in_context, duplicate_rate, evidence_recall, normalise, stale
+from memkit.eval.metrics import answer_in_context, duplicate_rate, evidence_recall, normalise, stale, stale_of
 from memkit.types import Context, Fact, Part
 
 DATA = Path(__file__).parent / "data"
@@ -81,6 +81,14 @@ def test_beam_loader_reads_message_ids_and_every_shape_of_evidence():
     by_type = {p.type: p for p in one.probes}
     assert by_type["information_extraction"].evidence == ("0",)
     assert by_type["knowledge_update"].evidence == ("2", "4")  # a dict of lists, written as a string, one repeat
+    assert by_type["knowledge_update"].superseded == ("2",)  # original_info: the value turn "4" replaced
+    assert by_type["contradiction_resolution"].superseded == by_type["information_extraction"].superseded == ()
+    old, new = (one.turn(t).content for t in ("2", "4"))
+    stale = by_type["knowledge_update"]
+    assert stale_of(ctx(old), one, stale) == 1.0 and stale_of(ctx(f"{old}\n{new}"), one, stale) == 0.0
+    assert stale_of(ctx(new), one, stale) == 0.0 and math.isnan(stale_of(ctx(old), one, by_type["abstention"]))
+    updated = Fact(id="f", user_id="u", text="The valves open in about 40 seconds.", source=("2", "4"))
+    assert stale_of(ctx("The valves open in about 40 seconds.", [updated]), one, stale) == 0.0  # updated in place
     assert by_type["abstention"].evidence == () and by_type["abstention"].answer == ""
     assert by_type["instruction_following"].evidence == ("6",) and by_type["instruction_following"].answer == ""
     assert by_type["contradiction_resolution"].answer == "You said you'd rather keep it on a single Raspberry Pi."
@@ -454,3 +462,21 @@ def test_a_run_spec_is_checked_once_and_runs_as_run_does():
     a, _, _ = run_spec(convs, spec)
     b, _, _ = run(convs, ["window", "two-layer:keyed"], budget=[200, 400], k=3, profile_tokens=0)
     pd.testing.assert_frame_equal(timing(a), timing(b))
+
+
+def test_what_each_layer_adds_pairs_every_variant_with_full_memory():
+    from memkit.eval import layers
+
+    convs = load(DATA / "beam")
+    rows = layers.measure(convs, [400], [layers.FULL, "without episodes", "rag:bm25"])
+    assert set(rows["strategy"]) == {layers.FULL, "without episodes", "rag:bm25"}
+    t = layers.table(rows).set_index(["variant", "type"])
+    full, off = t.loc[(layers.FULL, "all")], t.loc[("without episodes", "all")]
+    assert math.isnan(full["evidence_recall_diff"]) and full["probes"] == off["probes"] == len(rows) // 3
+    # the paired difference is the variant's mean minus the full memory's (the same probes answer both)
+    assert off["evidence_recall_diff"] == pytest.approx(off["evidence_recall"] - full["evidence_recall"])
+    assert off["evidence_recall_low"] <= off["evidence_recall_diff"] <= off["evidence_recall_high"]
+    assert off["evidence_recall"] < full["evidence_recall"]  # the fixture's answers are in past turns, not in facts
+    assert t.loc[(layers.FULL, "knowledge_update"), "stale"] == 0.0  # the updated value is shown
+    with pytest.raises(ValueError, match="unknown layer variants"):
+        layers.measure(convs, [400], ["no such layer"])

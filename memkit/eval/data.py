@@ -41,6 +41,7 @@ class Probe:
     old_answer: str | None = None
     time: float | None = None  # when the question is asked (seconds since the epoch), if the data says
     sessions: tuple[str, ...] = ()  # the sessions that hold the answer (LongMemEval's answer_session_ids)
+    superseded: tuple[str, ...] = ()  # evidence turns that said the value the others replaced (BEAM's original_info)
 
 
 @dataclass(frozen=True)

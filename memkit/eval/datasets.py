@@ -211,8 +211,19 @@ def _beam(folder: Path, conv_id: str) -> Conversation:
             notes["without_evidence"] += not kept
             answer = next((str(q[f]) for f in _ANSWER_FIELDS if q.get(f)), "")
             probes.append(Probe(f"{conv_id}:{qtype}:{i}", sessions[-1].id, q["question"],
-                                answer if qtype != "abstention" else "", kept, qtype, time=_last_time(sessions)))
+                                answer if qtype != "abstention" else "", kept, qtype, time=_last_time(sessions),
+                                superseded=_superseded(_literal(q.get("source_chat_ids")), kept)))
     return Conversation(conv_id, conv_id, tuple(sessions), (), tuple(probes), notes)
+
+
+def _superseded(ids: Any, kept: tuple[str, ...]) -> tuple[str, ...]:
+    """The evidence turns of a knowledge update that said the old value (``original_info``), when the turns
+    that replaced it (``updated_info``) are evidence too: what a stale context shows without its replacement."""
+    if not isinstance(ids, dict):
+        return ()
+    old = {str(x) for x in _flat(ids.get("original_info"))}
+    new = {str(x) for x in _flat(ids.get("updated_info"))} - old
+    return tuple(e for e in kept if e in old) if any(e in new for e in kept) else ()
 
 
 def _literal(value: Any) -> Any:

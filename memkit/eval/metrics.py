@@ -120,6 +120,24 @@ def stale(ctx: Context, answer: str, old_answer: str | None) -> float:
     return float(normalise(old_answer) in text and normalise(answer) not in text)
 
 
+def stale_turns(ctx: Context, conv: Conversation, superseded: Sequence[str], evidence: Sequence[str]) -> float:
+    """For data that marks which evidence turns said a value others replaced (BEAM's knowledge updates) and no
+    value: 1.0 when the context covers a superseded turn and none of the turns that replaced it (a fact
+    updated in place covers both, its sources holding both turns); NaN for a probe without such turns."""
+    newer = [e for e in evidence if e not in set(superseded)]
+    if not superseded or not newer:
+        return math.nan
+    return float(bool(covered_turns(ctx, conv, superseded)) and not covered_turns(ctx, conv, newer))
+
+
+def stale_of(ctx: Context, conv: Conversation, probe: Any) -> float:
+    """The probe's stale measure: by value where the data gives the old one (the generated suites), else by
+    turn where it marks superseded turns (BEAM), else NaN (REALTALK marks no changed values)."""
+    if probe.old_answer:
+        return stale(ctx, probe.answer, probe.old_answer)
+    return stale_turns(ctx, conv, probe.superseded, probe.evidence)
+
+
 def turn_op(events: Sequence[Event]) -> str:
     """The one operation a turn's events amount to (UPDATE > DELETE > ADD > ERROR > NOOP): a turn whose
     extraction or planning failed and wrote nothing is an ERROR, its own outcome, never a NOOP (a model that
@@ -223,7 +241,7 @@ PROBE_MEASURES = (
     Measure("answer_in_context", lambda ctx, conv, p: answer_in_context(ctx, p.answer)
             if p.type != "abstention" else math.nan, interval=True, label="answer in context (share of questions)"),
     Measure("context_tokens", lambda ctx, conv, p: ctx.tokens, label="context tokens"),
-    Measure("stale", lambda ctx, conv, p: stale(ctx, p.answer, p.old_answer), label="stale (an old value shown alone)"),
+    Measure("stale", stale_of, label="stale (an old value shown alone)"),
     Measure("repeated_lines", lambda ctx, conv, p: repeated_lines(ctx)),
     # shown when a data set names answer sessions (the console drops a column with no value)
     Measure("session_recall_any", lambda ctx, conv, p: session_recall(ctx, conv, p.sessions)[0]),

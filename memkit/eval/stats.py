@@ -82,9 +82,9 @@ def with_intervals(summary: pd.DataFrame, results: pd.DataFrame, resamples: int 
 
 
 def compare(results: pd.DataFrame, strategies: Sequence[str], resamples: int = RESAMPLES,
-            seed: int = SEED) -> pd.DataFrame:
+            seed: int = SEED, metrics: Sequence[str] = METRICS) -> pd.DataFrame:
     """Every pair of strategies at each budget and probe type (and ``all``): the paired difference ``a - b`` of
-    each metric, its bootstrap 95% interval, a sign-flip permutation p-value, and a verdict that says
+    each of ``metrics``, its bootstrap 95% interval, a sign-flip permutation p-value, and a verdict that says
     "indistinguishable" when the interval covers 0 or p >= 0.05."""
     rows = []
     for budget in sorted(results["budget"].unique()):
@@ -94,8 +94,9 @@ def compare(results: pd.DataFrame, strategies: Sequence[str], resamples: int = R
         # one table per probe type and metric, a column per strategy, shared by every pair
         wide = {(t, m): (at_budget if t == "all" else at_budget[at_budget["type"] == t]).pivot_table(
                     index=["conversation", "probe"], columns="strategy", values=m, aggfunc="first")
-                for t in types for m in METRICS}
-        for (a, b), ptype, metric in ((pair, t, m) for pair in combinations(present, 2) for t in types for m in METRICS):
+                for t in types for m in metrics if m in at_budget}
+        for (a, b), ptype, metric in ((pair, t, m) for pair in combinations(present, 2) for t in types
+                                      for m in metrics if (t, m) in wide):
             row = _paired(wide[ptype, metric], a, b, resamples, seed)
             if row is not None:
                 rows.append({"budget": budget, "type": ptype, "metric": metric, "strategy_a": a, "strategy_b": b, **row})
