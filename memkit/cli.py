@@ -150,6 +150,40 @@ def cmd_mcp(args: argparse.Namespace) -> int:
                    log=lambda line: print(line, file=sys.stderr))
 
 
+def cmd_data(args: argparse.Namespace) -> int:
+    """``memkit data list`` (every benchmark memkit loads and where to get it) and ``memkit data check PATH``
+    (a download's layout and counts against the published releases: 0 when it is one, 1 when not)."""
+    from .eval import catalog
+
+    if args.data_command == "list":
+        print(catalog.listing())
+        return 0
+    found = catalog.check(args.path, args.format)
+    print(f"{args.path} as {found.format}: {found.conversations} conversations, {found.sessions} sessions, "
+          f"{found.turns} turns, {found.questions} questions")
+    if found.notes:
+        print(f"  the loader counted: {found.notes}")
+    for problem in found.problems:
+        print(f"  problem: {problem}")
+    print("  ok: a published release, as memkit reads it" if found.ok else "  not a whole published release")
+    return 0 if found.ok else 1
+
+
+def _add_data(sub: Any) -> None:
+    from .eval.datasets import FORMATS
+
+    data = sub.add_parser("data", help="the benchmark data memkit loads: where to get it, and a check of a download")
+    data_sub = data.add_subparsers(dest="data_command", required=True, metavar="{list,check}",
+                                   help="list: every data set, its source, licence and layout; check: a download")
+    data_sub.add_parser("list", help="every data set memkit loads: what, where, licence, layout, size"
+                        ).set_defaults(func=cmd_data)
+    check = data_sub.add_parser("check", help="read a download as memkit bench would and compare its counts with the "
+                                              "published releases; name what is wrong")
+    check.add_argument("path", help="the downloaded file or folder (as memkit bench --data)")
+    check.add_argument("--format", choices=FORMATS, default=None, help="its format (default: guessed from the path)")
+    check.set_defaults(func=cmd_data)
+
+
 def _add_mcp(sub: Any) -> None:
     mcp = sub.add_parser("mcp", help="serve memory to MCP clients: remember, recall, search_facts, profile, forget "
                                      "(pip install 'memkit-lab[mcp]')")
@@ -205,6 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
         one.add_argument("--namespace", default="memkit", help="the store's namespace (default: %(default)s)")
         one.set_defaults(func=cmd_store)
     _add_mcp(sub)
+    _add_data(sub)
     nbs = sub.add_parser("notebooks", help="copy the teaching notebooks (and their py:percent sources) into DIR")
     nbs.add_argument("dir", help="folder to copy them into (created if missing)")
     nbs.add_argument("--force", action="store_true", help="overwrite notebooks already there")

@@ -205,3 +205,28 @@ def test_an_error_ctrl_c_caused_counts_as_ctrl_c():
     except ImportError as e:
         assert _ctrl_c(e)
     assert not _ctrl_c(ImportError("no module")) and _ctrl_c(KeyboardInterrupt())
+
+
+def test_data_list_says_where_each_format_is_published_and_check_names_what_is_wrong(capsys, monkeypatch):
+    from dataclasses import replace
+
+    from memkit.cli import main
+    from memkit.eval import catalog
+    from memkit.eval.datasets import FORMATS
+
+    assert main(["data", "list"]) == 0
+    listed = capsys.readouterr().out
+    assert all(f"(--format {f})" in listed for f in FORMATS) and "https://github.com/mohammadtavakoli78/BEAM" in listed
+    beam = ROOT / "tests" / "data" / "beam"
+    assert main(["data", "check", str(beam)]) == 1  # two fixtures: no published release
+    said = capsys.readouterr().out
+    assert "as beam: 2 conversations, 3 sessions, 10 turns, 6 questions" in said
+    assert "problem: 2 conversations and 6 questions match no published release of BEAM" in said
+    assert "1 without evidence" in said  # what the loader left out, counted
+    # a download whose counts are a release's passes (the fixture stands in for one)
+    monkeypatch.setitem(catalog.BY_FORMAT, "beam", replace(catalog.BY_FORMAT["beam"],
+                                                          releases=(catalog.Release("fixture", 2, 6),)))
+    assert main(["data", "check", str(beam), "--format", "beam"]) == 0
+    assert "ok: a published release" in capsys.readouterr().out
+    assert main(["data", "check", str(beam), "--format", "realtalk"]) == 2  # the wrong layout: a named error
+    assert "DatasetError" in capsys.readouterr().err
