@@ -20,19 +20,25 @@
 #
 # The built-in suite of notebooks 2–7 was written with the rule extractor in mind. Real conversations are
 # not: two friends talk about their weekend, a race, a new job, and the detail a later question needs is
-# said in passing, by either of them, in words no rule was written for. This notebook uses the realistic
-# suite (`memkit generate --suite chats`): long chats between two named people, many dated sessions, and
-# questions whose evidence is the turn where something was said.
+# said in passing, by either of them, in words no rule was written for. Give this notebook a real data set
+# you downloaded (`data`: a REALTALK folder or chat, a BEAM folder; `memkit data list` says where to get
+# them) and it runs on that conversation; without one it runs on the realistic generated suite (`memkit
+# generate --suite chats`): long chats between two named people, many dated sessions, and questions whose
+# evidence is the turn where something was said. Its first line says which it ran on.
 #
 # **What you will see**: how little of that evidence the rule extractor turns into facts; how much the
 # episodes (every past turn kept) and the lexical channel bring back; recall against the token budget for
-# `window`, `summary`, `two-layer` and raw-turn retrieval (`rag:*`); and a widget to pick a question and
-# see which channel brought each line of the context in.
+# `window`, `summary`, `two-layer` and raw-turn retrieval (`rag:*`); what each layer adds (facts, profile,
+# episodes, each switched off in turn); and a widget to pick a question and see which channel brought each
+# line of the context in, its evidence marked.
 
 # %% tags=["parameters"]
-conversation = 0          # which chat of the suite (10 in all)
+data = ""                 # a downloaded data set (REALTALK, BEAM, ...: memkit data list); "" for the generated suite
+data_format = ""          # its format ("" guesses it from the path)
+conversation = 0          # which conversation of it (the suite has 10)
 budget = 400              # tokens for the comparisons below
 budgets = [100, 200, 400, 800, 1200]
+layer_budgets = [200, 400]  # budgets of the "what each layer adds" table
 strategies = ["window", "summary", "two-layer:keyed", "rag:bm25", "rag:dense", "rag:hybrid"]
 show_widgets = True
 result_path = ""
@@ -43,12 +49,18 @@ from memkit import FactStore, Memory, ReadOptions
 from memkit.lab import viz
 from memkit.eval import builtin_suite, run
 from memkit.eval.data import feed
+from memkit.eval.datasets import load
 from memkit.eval.metrics import evidence_recall
 from memkit.read.recall import RecallOptions
 pd.set_option("display.max_colwidth", 120)  # whole sentences in tables
 
-conv = builtin_suite("chats", conversations=conversation + 1)[conversation]
-speakers = sorted({t.speaker for s in conv.sessions for t in s.turns})
+if data:
+    conv = load(data, data_format or None)[conversation]
+    print(f"ran on {data}, conversation {conversation} ({conv.id})")
+else:
+    conv = builtin_suite("chats", conversations=conversation + 1)[conversation]
+    print(f"ran on the generated chats suite, conversation {conversation} (no data given)")
+speakers = sorted({t.speaker or t.role for s in conv.sessions for t in s.turns})
 print(f"{' and '.join(speakers)}: {len(conv.sessions)} sessions, "
       f"{sum(len(s.turns) for s in conv.sessions)} turns, {len(conv.probes)} questions")
 
@@ -56,7 +68,7 @@ print(f"{' and '.join(speakers)}: {len(conv.sessions)} sessions, "
 # A few turns, as they were said:
 
 # %%
-pd.DataFrame([{"session": s.id, "time": s.time, "speaker": t.speaker, "turn": t.content[:90]}
+pd.DataFrame([{"session": s.id, "time": s.time, "speaker": t.speaker or t.role, "turn": t.content[:90]}
               for s in conv.sessions[:2] for t in s.turns[:4]])
 
 # %% [markdown]
@@ -120,6 +132,27 @@ curve.round(2)
 # NBVAL_IGNORE_OUTPUT
 
 viz.recall_vs_budget(summary)
+
+# %% [markdown]
+# ## What each layer adds
+# Two-layer memory on the same questions with one layer switched off at a time: *without facts* (no
+# recalled facts, no profile block), *without the profile* (no profile block), *without episodes* (no past
+# turns: the facts, the profile and this session only), beside raw retrieval. The first row is two-layer
+# memory's own evidence recall; every other row is the variant minus it, with a 95% interval (here over the
+# questions of one conversation; docs/benchmarks.md has the table over whole real data sets, where the
+# interval is over conversations). A layer earns its tokens where switching it off lowers the numbers.
+
+# %%
+from memkit.eval import layers
+
+layer_table = layers.table(layers.measure([conv], budgets=layer_budgets))
+layers.frame(layer_table, "evidence_recall", digits=2)
+
+# %% [markdown]
+# The same for answer-in-context (the gold answer's words are in the context):
+
+# %%
+layers.frame(layer_table, "answer_in_context", digits=2)
 
 # %% [markdown]
 # ## Which channel brought each line in

@@ -33,6 +33,10 @@ SECTIONS = [
     ("run", RESULTS / "realtalk-confirm", "REALTALK, confirm split (chats 6-10)"),
     ("run", RESULTS / "beam-dev", "BEAM 100K, dev split: user-assistant chats"),
     ("run", RESULTS / "beam-confirm", "BEAM 500K, confirm split (all 35 conversations)"),
+    ("layers", RESULTS / "layers" / "realtalk-dev.csv", "What each layer adds: REALTALK dev split (chats 1-5)"),
+    ("layers", RESULTS / "layers" / "realtalk-confirm.csv", "What each layer adds: REALTALK confirm split (chats 6-10)"),
+    ("layers", RESULTS / "layers" / "beam-dev.csv", "What each layer adds: BEAM 100K dev split"),
+    ("layers", RESULTS / "layers" / "beam-confirm.csv", "What each layer adds: BEAM 500K confirm split"),
     ("table", RESULTS / "embedders" / "embedders.csv",
      "What each offline embedder costs (run alone on 2 cores; passages of 128 tokens, short user lines, one "
      "question a call)"),

@@ -17,13 +17,16 @@ import shlex
 import sys
 from pathlib import Path
 
+import pandas as pd
+
 from memkit.eval import layers
 from memkit.eval.datasets import expand, load
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--data", nargs="+", required=True, help="real conversations (as memkit bench --data)")
+    ap.add_argument("--data", nargs="+", help="real conversations (as memkit bench --data)")
+    ap.add_argument("--from-rows", default=None, help="make the table from rows a run wrote (--rows), not a new run")
     ap.add_argument("--format", default=None, help="their format (as memkit bench --format)")
     ap.add_argument("--name", required=True, help="the CSV's name (the split: realtalk-dev, beam-confirm, ...)")
     ap.add_argument("--budget", default=",".join(map(str, layers.BUDGETS)))
@@ -33,16 +36,22 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1, help="processes, as memkit bench --jobs")
     ap.add_argument("--embed-cache", default=None, help="an embedding-cache file, as memkit bench --embed-cache")
     args = ap.parse_args()
-    convs = [c for p in expand(args.data) for c in load(p, args.format)]
-    budgets = [int(b) for b in args.budget.split(",")]
-    rows = layers.measure(convs, budgets, args.variant, jobs=args.jobs, embed_cache=args.embed_cache)
-    if args.rows:
+    if args.from_rows:
+        rows = pd.read_csv(args.from_rows)
+    elif args.data:
+        convs = [c for p in expand(args.data) for c in load(p, args.format)]
+        budgets = [int(b) for b in args.budget.split(",")]
+        rows = layers.measure(convs, budgets, args.variant, jobs=args.jobs, embed_cache=args.embed_cache)
+    else:
+        ap.error("give --data (a new run) or --from-rows (a run's rows)")
+    if args.rows and not args.from_rows:
         rows.to_csv(args.rows, index=False)
     table = layers.table(rows)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / f"{args.name}.csv", index=False)
-    (out / f"{args.name}.cmd").write_text(shlex.join(["python", "scripts/measure_layers.py", *sys.argv[1:]]) + "\n")
+    if not args.from_rows:  # a table remade from rows keeps the command of the run that measured them
+        (out / f"{args.name}.cmd").write_text(shlex.join(["python", "scripts/measure_layers.py", *sys.argv[1:]]) + "\n")
     print(table[table["type"] == "all"].round(3).to_string(index=False))
     print(f"\nwrote {out}/{args.name}.csv")
 

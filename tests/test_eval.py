@@ -464,7 +464,7 @@ def test_a_run_spec_is_checked_once_and_runs_as_run_does():
     pd.testing.assert_frame_equal(timing(a), timing(b))
 
 
-def test_what_each_layer_adds_pairs_every_variant_with_full_memory():
+def test_what_each_layer_adds_pairs_every_variant_with_full_memory(tmp_path):
     from memkit.eval import layers
 
     convs = load(DATA / "beam")
@@ -480,3 +480,13 @@ def test_what_each_layer_adds_pairs_every_variant_with_full_memory():
     assert t.loc[(layers.FULL, "knowledge_update"), "stale"] == 0.0  # the updated value is shown
     with pytest.raises(ValueError, match="unknown layer variants"):
         layers.measure(convs, [400], ["no such layer"])
+    # the page's section and notebook 8's frame read the same table
+    shown = layers.frame(layers.table(rows), "evidence_recall")
+    assert list(shown.columns) == [400] and shown.loc[layers.FULL, 400] == f"{full['evidence_recall']:.3f}"
+    assert shown.loc["without episodes", 400].startswith(f"{off['evidence_recall_diff']:+.3f} [")
+    from memkit.eval.report import layers_section
+
+    layers.table(rows).to_csv(tmp_path / "fixture.csv", index=False)
+    page = layers_section(tmp_path / "fixture.csv", "What each layer adds: fixtures")
+    assert page.startswith("## What each layer adds: fixtures") and f"| **{layers.FULL}** |" in page
+    assert "Stale content on knowledge-update questions" in page and "Facts switched off, by question type" not in page

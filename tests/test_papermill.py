@@ -36,3 +36,20 @@ def test_notebook_runs_under_papermill(name, tmp_path):
                                kernel_name="python3", progress_bar=False)
     table = pd.read_csv(result)
     assert len(table) and check(table)
+
+
+def test_the_real_conversations_notebook_runs_on_a_data_set_it_is_given_and_says_so(tmp_path):
+    import nbformat
+
+    data = Path(__file__).parent / "data" / "realtalk"  # fixtures in REALTALK's layout stand in for a download
+    result = tmp_path / "result.csv"
+    papermill.execute_notebook(str(NOTEBOOKS / "08_real_conversations.ipynb"), str(tmp_path / "out.ipynb"),
+                               parameters={"data": str(data), "data_format": "realtalk", "conversation": 1,
+                                           "budgets": [200, 400], "layer_budgets": [400], "show_widgets": False,
+                                           "strategies": ["two-layer:keyed", "rag:bm25"],
+                                           "result_path": str(result)},
+                               cwd=str(NOTEBOOKS), kernel_name="python3", progress_bar=False)
+    said = "".join(o.get("text", "") for c in nbformat.read(tmp_path / "out.ipynb", 4).cells
+                   if c.cell_type == "code" for o in c.get("outputs", []))
+    assert f"ran on {data}, conversation 1 (" in said and "generated" not in said.split("ran on")[1][:80]
+    assert set(pd.read_csv(result)["strategy"]) == {"two-layer:keyed", "rag:bm25"}

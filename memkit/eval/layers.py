@@ -66,7 +66,8 @@ def table(results: pd.DataFrame) -> pd.DataFrame:
     for (name, budget), at in results.groupby(["strategy", "budget"], sort=False):
         for ptype in ["all"] + sorted(at["type"].unique()):
             probes = at if ptype == "all" else at[at["type"] == ptype]
-            row: dict[str, Any] = {"variant": name, "budget": int(budget), "type": ptype, "probes": len(probes)}
+            row: dict[str, Any] = {"variant": name, "budget": int(budget), "type": ptype, "probes": len(probes),
+                                   "conversations": probes["conversation"].nunique()}
             for m in MEASURES:
                 row[m] = probes[m].mean() if m in probes else float("nan")
                 match = paired[(paired["strategy_b"] == name) & (paired["budget"] == budget) &
@@ -81,3 +82,22 @@ def table(results: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values(["budget", "type", "variant"], key=lambda c: c.map(order) if c.name == "variant" else
                            c.map(lambda t: "" if t == "all" else t) if c.name == "type" else c, kind="stable",
                            ignore_index=True)
+
+
+def _cell(row: pd.Series, measure: str, digits: int) -> str:
+    """The full memory's own value, or a variant's paired difference from it with the interval."""
+    if pd.isna(row[f"{measure}_diff"]):
+        return "–" if pd.isna(row[measure]) else f"{row[measure]:.{digits}f}"
+    return f"{row[f'{measure}_diff']:+.{digits}f} [{row[f'{measure}_low']:+.2f}, {row[f'{measure}_high']:+.2f}]"
+
+
+def frame(table: pd.DataFrame, measure: str, ptype: str = "all", digits: int = 3) -> pd.DataFrame:
+    """One measure of ``table`` as the docs page and notebook 8 show it: a row per variant, a column per
+    budget; the full memory's value, and each other variant's difference from it [95% interval], at
+    ``digits`` decimals (intervals at 2)."""
+    rows = table[table["type"] == ptype]
+    budgets = sorted(int(b) for b in rows["budget"].unique())
+    cells = {variant: [_cell(got.set_index("budget").loc[b], measure, digits) if b in set(got["budget"]) else "–"
+                       for b in budgets]
+             for variant, got in rows.groupby("variant", sort=False)}
+    return pd.DataFrame.from_dict(cells, orient="index", columns=budgets)

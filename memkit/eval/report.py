@@ -17,6 +17,7 @@ from typing import Sequence
 
 import pandas as pd
 
+from . import layers
 from .metrics import HEADLINE, label
 
 TWO_LAYER = "two-layer:keyed"
@@ -203,8 +204,47 @@ def table_section(csv: Path, title: str) -> str:
                       _table(list(table.columns), [[str(v) for v in r] for r in table.itertuples(index=False)]), ""])
 
 
+def layer_table(table: pd.DataFrame, measure: str, ptype: str = "all") -> str:
+    """One measure of a ``layers.table`` (``layers.frame``): a row per variant, a column per budget."""
+    cells = layers.frame(table, measure, ptype)
+    return _table([label(measure).split(" (")[0], *(f"{b:,} tokens" for b in cells.columns)],
+                  [[f"**{v}**" if v == layers.FULL else v, *row] for v, row in zip(cells.index, cells.values.tolist())])
+
+
+def layers_section(csv: Path, title: str) -> str:
+    """One split of ``scripts/measure_layers.py``: evidence recall and answer-in-context, each variant's
+    difference from full two-layer memory [95% interval]; stale content on knowledge updates where the
+    data marks them; and what switching the facts off changes per question type."""
+    table = pd.read_csv(csv)
+    cmd = csv.with_suffix(".cmd")
+    command = cmd.read_text("utf-8").strip() if cmd.exists() else "(command not recorded)"
+    first = table[(table["type"] == "all")]
+    out = [f"## {title}", "", "```bash", command, "```", "",
+           f"{int(first['conversations'].max())} conversations, {int(first['probes'].max())} questions; file: "
+           f"`{csv.as_posix()}`. Bold: two-layer memory's own value; "
+           "the other rows: the variant minus two-layer memory [95% bootstrap interval over conversations; with "
+           "five, read it as a range, not a test]. *Without facts*: "
+           "no recalled facts and no profile block; *without the profile*: no profile block; *without episodes*: "
+           "no past turns (facts, profile and this session only); `rag:*`: raw retrieval over the turns.", "",
+           layer_table(table, "evidence_recall"), "", layer_table(table, "answer_in_context"), ""]
+    updates = table[(table["type"] == "knowledge_update") & table["stale"].notna()]
+    if not updates.empty:
+        out += ["Stale content on knowledge-update questions (the old value's turn shown, none of its "
+                "replacements):", "", layer_table(table, "stale", "knowledge_update"), ""]
+    typed = table[(table["variant"] == "without facts") & (table["type"] != "all")]
+    if not typed.empty:
+        budgets = sorted(typed["budget"].unique())
+        rows = [[t, *(f"{r.evidence_recall_diff:+.3f} / {r.answer_in_context_diff:+.3f}"
+                      if not pd.isna(r.evidence_recall_diff) else "–" for b in budgets
+                      for r in [got.set_index("budget").loc[b]])]
+                for t, got in typed.groupby("type", sort=True)]
+        out += ["Facts switched off, by question type (evidence recall / answer in context, minus two-layer):", "",
+                _table(["type", *(f"{b:,} tokens" for b in budgets)], rows), ""]
+    return "\n".join(out)
+
+
 SECTION_KINDS = {"run": run_section, "options": options_section, "scale": scale_section, "model": model_section,
-                 "ops": ops_section, "table": table_section}
+                 "ops": ops_section, "table": table_section, "layers": layers_section}
 
 
 def anchor(title: str, taken: dict[str, int]) -> str:
