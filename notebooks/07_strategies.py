@@ -21,13 +21,18 @@
 # Four ways to give an agent memory, on the same multi-session conversations and the same token budget:
 # **full history** (everything, whatever the budget), **sliding window** (the newest turns that fit),
 # **summary compression** (newest turns + a running summary), and **two-layer memory** under a conflict
-# policy. Measured with `memkit.eval` on the built-in suite (`data/suite.jsonl`, see `data/README.md`).
+# policy. Measured with `memkit.eval` on the built-in suite (`data/suite.jsonl`, see `data/README.md`), or
+# on another generated suite (`suite`: `chats`, `assistant`) or a data set you downloaded (`data`:
+# `memkit data list`), as papermill or `memkit sweep` parameters.
 #
 # **What you will see**: evidence recall, answer-in-context and tokens per strategy, recall per probe type,
 # the write path's operation accuracy, and one plot. `memkit bench` runs the same thing from the shell.
 
 # %% tags=["parameters"]
-size = 4                 # conversations of the suite (60 in all); the default keeps this notebook under 20 s
+suite = "first"          # the generated suite: first, chats (two people), assistant (user and assistant)
+data = ""                # or a data set you downloaded (REALTALK, BEAM, ...), read as data_format
+data_format = ""         # "" guesses it from the path
+size = 4                 # conversations of it (the first suite has 60); the default keeps this notebook under 20 s
 budget = 1200            # context tokens per probe
 k = 5
 strategies = ["full", "window", "summary", "two-layer:keyed", "two-layer:similarity"]
@@ -36,13 +41,14 @@ result_path = ""
 # %%
 import pandas as pd
 from memkit.lab import viz
-from memkit.eval import builtin_suite, run
+from memkit.eval import run
+from memkit.eval.datasets import chosen
 from memkit.eval.metrics import shown_columns
 pd.set_option("display.max_colwidth", 120)  # whole sentences in tables
 
-convs = builtin_suite("first", conversations=size)
-print(len(convs), "conversations,", sum(len(c.probes) for c in convs), "probes,",
-      sum(len(s.turns) for c in convs for s in c.sessions), "turns")
+convs, said = chosen(data, data_format, suite, size)
+print(said + ":", sum(len(c.probes) for c in convs), "probes,", sum(len(s.turns) for c in convs for s in c.sessions),
+      "turns")
 
 # %%
 results, summary, confusion = run(convs, strategies, budget=budget, k=k)

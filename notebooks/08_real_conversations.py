@@ -47,19 +47,16 @@ result_path = ""
 import pandas as pd
 from memkit import FactStore, Memory, ReadOptions
 from memkit.lab import viz
-from memkit.eval import builtin_suite, run
+from memkit.eval import run
 from memkit.eval.data import feed
-from memkit.eval.datasets import load
+from memkit.eval.datasets import chosen
 from memkit.eval.metrics import evidence_recall
 from memkit.read.recall import RecallOptions
 pd.set_option("display.max_colwidth", 120)  # whole sentences in tables
 
-if data:
-    conv = load(data, data_format or None)[conversation]
-    print(f"ran on {data}, conversation {conversation} ({conv.id})")
-else:
-    conv = builtin_suite("chats", conversations=conversation + 1)[conversation]
-    print(f"ran on the generated chats suite, conversation {conversation} (no data given)")
+convs, said = chosen(data, data_format, "chats", None if data else conversation + 1)
+conv = convs[conversation]
+print(f"{said}: conversation {conversation} ({conv.id})")
 speakers = sorted({t.speaker or t.role for s in conv.sessions for t in s.turns})
 print(f"{' and '.join(speakers)}: {len(conv.sessions)} sessions, "
       f"{sum(len(s.turns) for s in conv.sessions)} turns, {len(conv.probes)} questions")

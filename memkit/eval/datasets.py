@@ -322,3 +322,15 @@ def load(path: str | Path, format: str | None = None) -> list[Conversation]:
     loaders = {"memkit": load_memkit, "locomo": load_locomo, "longmemeval": load_longmemeval,
                "realtalk": load_realtalk, "beam": load_beam}
     return loaders[format](path)
+
+
+def chosen(data: str = "", format: str = "", suite: str = "chats", size: int | None = None) -> tuple[list[Conversation], str]:
+    """The conversations a notebook or a sweep runs on, and a line saying which: the first ``size`` of a data
+    set the user downloaded (``data``, read as ``format`` or as its path says), else of a generated suite."""
+    from .data import builtin_suite
+
+    if data:
+        convs = load(data, format or None)[:size]
+        return convs, f"ran on {data} ({len(convs)} conversations)"
+    convs = builtin_suite(suite, conversations=size)
+    return convs, f"ran on the generated {suite} suite ({len(convs)} conversations; no data given)"
