@@ -126,3 +126,26 @@ def test_a_server_that_dies_on_its_first_reply_is_named_at_start(tmp_path):
     with pytest.raises(ModelUnavailable, match=r"died on its first reply \(signal 11\).*GGML_NATIVE=OFF"):
         server.start(timeout=30)
     assert server.proc.poll() == -11
+
+
+def test_the_langgraph_agent_example_runs_against_the_real_server(llama, tmp_path):
+    """examples/langgraph_agent.py configured as a user would (MEMKIT_LLM_* of the running server): both
+    threads answer, the second thread's checkpoint holds only its own messages, and what the first thread was
+    told is in memkit's store afterwards. What a 135M model answers is not asserted."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    pytest.importorskip("langgraph")
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run([sys.executable, str(root / "examples" / "langgraph_agent.py"), str(tmp_path / "agent")],
+                       capture_output=True, text=True, timeout=600, env={**os.environ, **llama.env()})
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "[tue] assistant: " in r.stdout and "[fri] assistant: " in r.stdout
+    assert "[fri] the checkpointer holds 2 messages of this thread" in r.stdout
+    store = FactStore.persistent(str(tmp_path / "agent" / "memory"))
+    try:
+        assert any("metric" in f.text for f in store.profile("u1"))
+        assert len(store.episodes("u1")) == 4  # both questions and both answers, kept as past turns
+    finally:
+        store.close()
