@@ -231,20 +231,27 @@ def layers_section(csv: Path, title: str) -> str:
     if not updates.empty:
         out += ["Stale content on knowledge-update questions (the old value's turn shown, none of its "
                 "replacements):", "", layer_table(table, "stale", "knowledge_update"), ""]
-    typed = table[(table["variant"] == "without facts") & (table["type"] != "all")]
-    if not typed.empty:
-        budgets = sorted(typed["budget"].unique())
-        rows = [[t, *(f"{r.evidence_recall_diff:+.3f} / {r.answer_in_context_diff:+.3f}"
-                      if not pd.isna(r.evidence_recall_diff) else "–" for b in budgets
-                      for r in [got.set_index("budget").loc[b]])]
-                for t, got in typed.groupby("type", sort=True)]
-        out += ["Facts switched off, by question type (evidence recall / answer in context, minus two-layer):", "",
-                _table(["type", *(f"{b:,} tokens" for b in budgets)], rows), ""]
+    out += ["By question type: [docs/results/layers.md](results/layers.md).", ""]
     return "\n".join(out)
 
 
+def layer_types_section(csv: Path, title: str) -> str:
+    """What switching the facts off changes per question type, on one split of ``scripts/measure_layers.py``."""
+    table = pd.read_csv(csv)
+    typed = table[(table["variant"] == "without facts") & (table["type"] != "all")]
+    budgets = sorted(typed["budget"].unique())
+    rows = [[t, *(f"{r.evidence_recall_diff:+.3f} / {r.answer_in_context_diff:+.3f}"
+                  if not pd.isna(r.evidence_recall_diff) else "–" for b in budgets
+                  for r in [got.set_index("budget").loc[b]])]
+            for t, got in typed.groupby("type", sort=True)]
+    return "\n".join([f"## {title}", "", f"File: `{csv.as_posix()}`. Without facts minus two-layer memory: "
+                      "evidence recall / answer in context (– where a type has no value).", "",
+                      _table(["type", *(f"{b:,} tokens" for b in budgets)], rows), ""])
+
+
 SECTION_KINDS = {"run": run_section, "options": options_section, "scale": scale_section, "model": model_section,
-                 "ops": ops_section, "table": table_section, "layers": layers_section}
+                 "ops": ops_section, "table": table_section, "layers": layers_section,
+                 "layer-types": layer_types_section}
 
 
 def anchor(title: str, taken: dict[str, int]) -> str:
