@@ -265,3 +265,37 @@ def test_threads_run_their_statements_on_the_server_at_once(postgres_url):
     assert read == [0]  # it ran during the open transaction, and saw none of its rows
     assert db.rows("SELECT count(*) FROM t")[0][0] == 2  # both inserts, in one commit
     db.close()
+
+
+def test_a_thread_that_finds_no_free_connection_gets_a_named_error(postgres_url, monkeypatch):
+    """Every pooled connection held past the wait: StoreUnavailable naming the bound, not a pool's own
+    exception; the holder's transaction is unharmed."""
+    import threading
+
+    from memkit.errors import StoreUnavailable
+    from memkit.store import sql
+
+    monkeypatch.setattr(sql, "POOL_SIZE", 1)
+    monkeypatch.setattr(sql, "POOL_WAIT", 0.5)
+    db = sql.Database.postgres(postgres_url, f"busy{os.getpid()}")
+    db.execute("CREATE TABLE IF NOT EXISTS t (n INTEGER)")
+    held, done, errors = threading.Event(), threading.Event(), []
+
+    def other():
+        held.wait(timeout=60)
+        try:
+            db.rows("SELECT 1")
+        except StoreUnavailable as e:
+            errors.append(str(e))
+        done.set()
+
+    worker = threading.Thread(target=other)
+    worker.start()
+    with db.transaction() as run:
+        run("INSERT INTO t (n) VALUES (?)", (1,))
+        held.set()
+        done.wait(timeout=60)
+    worker.join()
+    assert len(errors) == 1 and "no PostgreSQL connection came free" in errors[0] and "1 at most" in errors[0]
+    assert db.rows("SELECT count(*) FROM t")[0][0] == 1
+    db.close()
