@@ -297,5 +297,25 @@ def test_a_thread_that_finds_no_free_connection_gets_a_named_error(postgres_url,
         done.wait(timeout=60)
     worker.join()
     assert len(errors) == 1 and "no PostgreSQL connection came free" in errors[0] and "1 at most" in errors[0]
+    assert "all busy" in errors[0]
     assert db.rows("SELECT count(*) FROM t")[0][0] == 1
+    db.close()
+
+
+def test_a_server_gone_away_is_named_unreachable_on_every_call(tmp_path, monkeypatch):
+    """Its own PostgreSQL, stopped under an open store: the pooled connections fail at once, and once they
+    are gone a call waits for the pool, then names the server unreachable (not "busy")."""
+    import pgserver
+
+    from memkit.errors import StoreUnavailable
+    from memkit.store import sql
+
+    monkeypatch.setattr(sql, "POOL_WAIT", 1.0)
+    server = pgserver.get_server(str(tmp_path / "pg"), cleanup_mode="stop")
+    db = sql.Database.postgres(server.get_uri(), "gone")
+    assert db.rows("SELECT 1") == [(1,)]
+    server.cleanup()
+    for _ in range(4):
+        with pytest.raises(StoreUnavailable, match="is unreachable"):
+            db.rows("SELECT 1")
     db.close()

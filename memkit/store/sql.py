@@ -23,7 +23,7 @@ from ..errors import ConfigError, StoreClosed, StoreCorrupt, StoreFull, StoreUna
 
 DDL_LOCK = 0x6D656D6B6974  # "memkit": the advisory lock held while a PostgreSQL schema is created or migrated
 POOL_SIZE = 8  # PostgreSQL connections per store at most: AsyncMemory's workers and a few threads of the caller's
-POOL_WAIT = 120.0  # seconds a thread waits for one of them before StoreUnavailable
+POOL_WAIT = 30.0  # seconds a thread waits for one of them (or for a server gone away) before StoreUnavailable
 
 
 def connect_sqlite(path: str | Path, timeout: float, script: str = "", attempts: int = 50) -> sqlite3.Connection:
@@ -189,13 +189,24 @@ class Database:
         try:
             conn = self._local.conn = self.pool.getconn()
         except PoolTimeout as e:
-            raise StoreUnavailable(f"no PostgreSQL connection came free in {POOL_WAIT:g} s ({_safe(self.path)}; "
-                                   f"{POOL_SIZE} at most per store): {e}") from e
+            raise self._why_no_connection() from e
         try:
             yield conn
         finally:
             self._local.conn = None
             self.pool.putconn(conn)  # back to the pool; a broken one is replaced
+
+    def _why_no_connection(self) -> StoreUnavailable:
+        """The pool gave no connection in ``POOL_WAIT``: a server that cannot be reached says so (its pooled
+        connections were found broken and new ones fail), else every connection was busy."""
+        import psycopg
+
+        try:
+            psycopg.connect(self.path, connect_timeout=5).close()
+        except psycopg.OperationalError as e:
+            return StoreUnavailable(f"the PostgreSQL database ({_safe(self.path)}) is unreachable: {e}".strip())
+        return StoreUnavailable(f"no PostgreSQL connection came free in {POOL_WAIT:g} s ({_safe(self.path)}; "
+                                f"{POOL_SIZE} at most per store, all busy)")
 
     def execute(self, sql: str, args: Sequence[Any] = ()) -> Any:
         """Run one statement (placeholders ``?``); returns how many rows it changed."""
