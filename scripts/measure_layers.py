@@ -26,7 +26,8 @@ from memkit.eval.datasets import expand, load
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", nargs="+", help="real conversations (as memkit bench --data)")
-    ap.add_argument("--from-rows", default=None, help="make the table from rows a run wrote (--rows), not a new run")
+    ap.add_argument("--from-rows", nargs="+", default=None,
+                    help="make the table from rows runs wrote (--rows; one file per variant or several), not a new run")
     ap.add_argument("--format", default=None, help="their format (as memkit bench --format)")
     ap.add_argument("--name", required=True, help="the CSV's name (the split: realtalk-dev, beam-confirm, ...)")
     ap.add_argument("--budget", default=",".join(map(str, layers.BUDGETS)))
@@ -37,7 +38,7 @@ def main() -> None:
     ap.add_argument("--embed-cache", default=None, help="an embedding-cache file, as memkit bench --embed-cache")
     args = ap.parse_args()
     if args.from_rows:
-        rows = pd.read_csv(args.from_rows)
+        rows = pd.concat([pd.read_csv(f) for f in args.from_rows], ignore_index=True)
     elif args.data:
         convs = [c for p in expand(args.data) for c in load(p, args.format)]
         budgets = [int(b) for b in args.budget.split(",")]
