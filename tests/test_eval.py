@@ -477,6 +477,8 @@ def test_what_each_layer_adds_pairs_every_variant_with_full_memory(tmp_path):
     assert off["evidence_recall_diff"] == pytest.approx(off["evidence_recall"] - full["evidence_recall"])
     assert off["evidence_recall_low"] <= off["evidence_recall_diff"] <= off["evidence_recall_high"]
     assert off["evidence_recall"] < full["evidence_recall"]  # the fixture's answers are in past turns, not in facts
+    flipped = layers.table(rows[::-1].reset_index(drop=True)).set_index(["variant", "type"])  # rows in any order
+    assert flipped.loc[("without episodes", "all"), "evidence_recall_diff"] == off["evidence_recall_diff"]
     assert t.loc[(layers.FULL, "knowledge_update"), "stale"] == 0.0  # the updated value is shown
     with pytest.raises(ValueError, match="unknown layer variants"):
         layers.measure(convs, [400], ["no such layer"])

@@ -58,7 +58,8 @@ def table(results: pd.DataFrame) -> pd.DataFrame:
     difference from full two-layer memory with a 95% interval (``<measure>_diff``, ``_low``, ``_high``; none
     on the full memory's own rows). Stale content is counted over the probes that can show it (BEAM's
     knowledge updates; none on REALTALK, which marks no changed values)."""
-    names = list(dict.fromkeys(results["strategy"]))
+    seen = list(dict.fromkeys(results["strategy"]))
+    names = [FULL, *(n for n in seen if n != FULL)] if FULL in seen else seen  # compare pairs the full one first
     paired = compare(results, names, metrics=MEASURES)
     if not paired.empty:
         paired = paired[paired["strategy_a"] == FULL]
@@ -72,10 +73,10 @@ def table(results: pd.DataFrame) -> pd.DataFrame:
                 row[m] = probes[m].mean() if m in probes else float("nan")
                 match = paired[(paired["strategy_b"] == name) & (paired["budget"] == budget) &
                                (paired["type"] == ptype) & (paired["metric"] == m)] if name != FULL else paired[:0]
-                # compare gives full minus variant: the table says what the variant changes (variant minus full)
-                row[f"{m}_diff"] = 0.0 - match["difference"].iloc[0] + 0.0 if len(match) else float("nan")
-                row[f"{m}_low"] = 0.0 - match["ci_high"].iloc[0] + 0.0 if len(match) else float("nan")
-                row[f"{m}_high"] = 0.0 - match["ci_low"].iloc[0] + 0.0 if len(match) else float("nan")
+                # compare gives full minus variant: the table says what the variant changes (variant minus full;
+                # + 0.0 turns a -0.0 into 0.0)
+                for col, of in (("diff", "difference"), ("low", "ci_high"), ("high", "ci_low")):
+                    row[f"{m}_{col}"] = -float(match[of].iloc[0]) + 0.0 if len(match) else float("nan")
             rows.append(row)
     order = {n: i for i, n in enumerate(names)}
     out = pd.DataFrame(rows)
