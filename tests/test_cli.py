@@ -214,6 +214,7 @@ def test_data_list_says_where_each_format_is_published_and_check_names_what_is_w
     from memkit.eval import catalog
     from memkit.eval.datasets import FORMATS
 
+    assert set(catalog.BY_FORMAT) == set(FORMATS)  # each format the loaders read is listed
     assert main(["data", "list"]) == 0
     listed = capsys.readouterr().out
     assert all(f"(--format {f})" in listed for f in FORMATS) and "https://github.com/mohammadtavakoli78/BEAM" in listed
