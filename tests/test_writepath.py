@@ -480,6 +480,36 @@ def test_machines_sharing_a_server_and_a_postgres_log_keep_one_fact_per_key(chro
     store.drop_user("u")
 
 
+OPENER = "import sys; from memkit import FactStore; FactStore.http('127.0.0.1', int(sys.argv[1]), namespace=sys.argv[2], " \
+         "records=sys.argv[3], log=sys.argv[4]).close()"
+
+
+@pytest.mark.server
+def test_a_store_opening_between_another_machines_fact_vector_and_its_profile_row_waits_for_the_row(
+        chroma_server, tmp_path, postgres_url):
+    # a first fact is being written by another machine: its vector is in the shared index, its profile row not
+    # yet. An open that looked then saw "a log with no fact, an index with facts" and refused a sound store
+    ns = f"mid{os.getpid()}"
+    writer = FactStore.http("127.0.0.1", chroma_server.port, namespace=ns, records=tmp_path / "w.sqlite3",
+                            log=postgres_url)
+    events = plan("keyed", writer, "u", [Candidate("User lives in Oslo.", key="user.city", value="Oslo")], t=1.0)
+    owner = writer.owner("u")
+    with writer.user_lock("u"):
+        seqs = writer.log.append(owner, events)
+        fact = events[0].after
+        writer.vectors.put(owner, "u", "facts", [fact.id], writer.embedder([fact.text]))
+        opener = subprocess.Popen([sys.executable, "-c", OPENER, str(chroma_server.port), ns,
+                                   str(tmp_path / "r.sqlite3"), postgres_url], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+        with pytest.raises(subprocess.TimeoutExpired):  # the opener waits for the write to complete
+            opener.wait(timeout=20)
+        writer.facts.effect(owner, "u", events)
+        writer.log.mark_applied(owner, seqs)
+    assert opener.wait(timeout=120) == 0, opener.stderr.read()
+    assert [f.value for f in writer.get("u")] == ["Oslo"]
+    writer.drop_user("u")
+    writer.close()
+
+
 def test_a_postgres_log_that_cannot_be_reached_is_named(tmp_path, chroma_server):
     from memkit.errors import StoreUnavailable
 

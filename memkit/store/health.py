@@ -109,9 +109,11 @@ def _profile_findings(store: "FactStore", vectors: dict[str, str], full: bool) -
             return []
         # the first user with fact vectors is enough to refuse: an open does not read every user's index
         first = next((o for o in sorted(vectors) if store.vectors.fact_ids(o)), None)  # type: ignore[attr-defined]
+        if first is None or _written_meanwhile(store, vectors[first]):
+            return []
         return [Finding("log", f"the event log and profile hold no fact, but the vector index holds facts (of user "
                         f"{vectors[first]!r}, and maybe others): the log was deleted, emptied or replaced. Restore "
-                        "it from a backup (the records alone cannot give back facts)", False)] if first else []
+                        "it from a backup (the records alone cannot give back facts)", False)]
     lost, behind = _lost_facts(store, vectors)
     found = []
     if lost:
@@ -122,6 +124,14 @@ def _profile_findings(store: "FactStore", vectors: dict[str, str], full: bool) -
         found.append(Finding("profile", f"{len(behind)} users' profile lacks facts their event log holds: given back "
                              "from the log", True))
     return found
+
+
+def _written_meanwhile(store: "FactStore", user_id: str) -> bool:
+    """Whether the profile holds a fact once ``user_id``'s writers are done. A store in another process sharing
+    the vector index and the log writes a fact's vector before its profile row, under the user's write lock: an
+    open that looked between the two is asked again under that lock, when the write is complete."""
+    with store.user_lock(user_id):
+        return bool(store.log.db.rows("SELECT 1 FROM profile LIMIT 1"))
 
 
 def _lost_facts(store: "FactStore", vectors: dict[str, str]) -> tuple[list[str], dict[str, list[Fact]]]:
