@@ -105,3 +105,39 @@ def test_a_new_value_beside_the_one_taken_back_wins(text, key, fact):
 
 def test_i_am_a_nationality_is_not_a_name():
     assert X.extract("I'm German.") == [] and X.extract("I'm Sorry.") == []
+
+
+@pytest.mark.parametrize("text,key,value", [
+    ("My grocery budget was increased to $550 monthly starting September 15.", "user.grocery_budget", "$550 monthly"),
+    ("I've extended my reading challenge goal to 12 books by March 1.", "user.reading_challenge_goal", "12 books"),
+    ("I want to reflect the new daily quota of 1,200 calls per day, but I'm not sure how.", "user.daily_quota",
+     "1,200 calls per day"),
+    ("The unit test coverage for my API integration, which has recently improved to 78%.", "user.unit_test_coverage",
+     "78%"),
+    ("I've added two new projects, so now I have a total of 10 cards.", "user.cards", "10"),
+    # a question that opens with the change still says it
+    ("I've adjusted our holiday gift budget to $450, can you help me plan how to allocate it?",
+     "user.holiday_gift_budget", "$450"),
+])
+def test_a_changed_value_yields_a_fact_keyed_by_what_changed(text, key, value):
+    found = {c.key: c for c in X.extract(text, ("t1",))}
+    assert key in found, found
+    assert found[key].value == value and found[key].source == ("t1",)
+    assert value.split()[0] in found[key].text
+
+
+@pytest.mark.parametrize("text", ["Can you move my budget to $500?", "How would I raise my savings to $300?",
+                                  "I moved the meeting to Friday.", "If my budget increased to $900, what then?"])
+def test_a_value_asked_about_or_without_a_number_is_no_changed_value(text):
+    assert not [c for c in X.extract(text) if c.key and c.key.endswith(("budget", "savings", "meeting"))]
+
+
+def test_a_changed_value_replaces_the_old_one_under_the_keyed_policy():
+    from memkit import Memory
+
+    with Memory() as m:
+        m.observe("u", "s1", "user", "My snack budget is $50.", time=1.7e9)
+        m.observe("u", "s2", "user", "I've increased my snack budget to $65 for the marathon.", time=1.7e9 + 99)
+        [fact] = m.store.get("u", where={"key": "user.snack_budget"})
+        assert fact.value == "$65" and "$65" in fact.text
+        assert "UPDATE" in [e.kind.value for e in m.store.history("u", fact.id)]  # the old value was replaced

@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import Callable, Iterator
 
 from .. import registry
+from . import updates
 from .instructions import STANDING, instruction
 from ..types import Candidate
 
@@ -310,6 +311,11 @@ def plans(s: str, low: str) -> Iterator[Candidate]:
         yield Candidate(third_person(s), kind="episodic", key=None, importance=0.4)
 
 
+@rule
+def changed_value(s: str, low: str) -> Iterator[Candidate]:
+    yield from updates.changed_value(s, low, third_person, slug)  # "my budget was increased to $550"
+
+
 def clauses(sentence: str) -> list[str]:
     """A sentence split before each first-person clause; a clause of one word is kept with the one before."""
     parts = [p.strip() for p in CLAUSE_SPLIT.split(sentence) if p and p.strip()]
@@ -347,7 +353,11 @@ class RuleExtractor:
         loose: list[Candidate] = []
         for sentence in dict.fromkeys(x.strip() for x in SENT_SPLIT.split(text or "")):  # each distinct sentence once
             low = sentence.lower()
-            if len(sentence) < 4 or sentence.endswith(("?", "？")) or re.match(r"^(if|when|what if|maybe|如果)\b", low):
+            if sentence.endswith(("?", "？")):  # a question; a changed value it opens with is still said
+                lead = updates.stated_before(sentence)
+                found.update({c.key: replace(c, source=tuple(source)) for c in changed_value(lead, lead) if c.key not in found})
+                continue
+            if len(sentence) < 4 or re.match(r"^(if|when|what if|maybe|如果)\b", low):
                 continue
             texts: set[str] = set()
             parts = clauses(sentence)
