@@ -42,8 +42,11 @@ def serial(convs, tmp_path_factory):
 
 
 def same(a: pd.DataFrame, b: pd.DataFrame) -> None:
-    pd.testing.assert_frame_equal(a.drop(columns=TIMINGS).reset_index(drop=True),
-                                  b.drop(columns=TIMINGS).reset_index(drop=True))
+    a, b = a.drop(columns=TIMINGS).reset_index(drop=True), b.drop(columns=TIMINGS).reset_index(drop=True)
+    if a.shape == b.shape and list(a.columns) == list(b.columns):  # on a difference, name the probes that differ
+        differ = ~((a == b) | (a.isna() & b.isna())).all(axis=1)
+        assert not differ.any(), f"rows that differ:\n{a[differ].to_string()}\nagainst\n{b[differ].to_string()}"
+    pd.testing.assert_frame_equal(a, b)
 
 
 def test_jobs_give_the_serial_rows_in_the_serial_order(convs, serial, capfd):
