@@ -42,7 +42,7 @@ ROLE_ZH = ("工程师", "开发者", "程序员", "设计师", "经理", "老师
 NAME = r"([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,2})"
 # a compound sentence splits before each first-person clause: "I'm vegetarian and I live in Berlin."
 # (after a bare comma only before "I" or "we": "Ella, my brother, is a pilot." is one clause)
-CLAUSE_SPLIT = re.compile(r"(?:,\s*(?:and|but|so)|\s+(?:and|but|so))\s+(?=(?:I|I'm|I've|I'd|my|My|we|We|our|Our)\b)"
+CLAUSE_SPLIT = re.compile(r"(?:,\s*(?:and|but|so)|(?<!\s)\s+(?:and|but|so))\s+(?=(?:I|I'm|I've|I'd|my|My|we|We|our|Our)\b)"
                           r"|,\s+(?=(?:I|I'm|I've|I'd|we|We)\b)")
 # "I'm <Name>" alone names the speaker, unless the capitalised word is one of these
 NOT_NAMES = {"sorry", "fine", "good", "okay", "ok", "here", "back", "done", "ready", "sure", "glad", "happy", "in",
