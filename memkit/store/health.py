@@ -81,7 +81,7 @@ def findings(store: "FactStore", full: bool = True) -> list[Finding]:
     embedded = _owners_in_records(store, embedded=True)
     # the index read again, after the records: an item is marked embedded after its vector is written, so a
     # write by another process between the two reads is not taken for a lost index
-    missing = embedded - set(_vector_owners(store) or vectors)
+    missing = embedded - set(_vector_owners(store) or {})
     if missing and (full or len(missing) == len(embedded)):
         found.append(Finding("vectors", f"{len(missing)} of {len(embedded)} users with embedded items have no "
                              "vectors (the vector index was deleted or replaced): re-embedded from the records", True))

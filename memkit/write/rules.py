@@ -313,7 +313,7 @@ def plans(s: str, low: str) -> Iterator[Candidate]:
 
 @rule
 def changed_value(s: str, low: str) -> Iterator[Candidate]:
-    yield from updates.changed_value(s, low, third_person, slug)  # "my budget was increased to $550"
+    yield from updates.changed_value(s, third_person, slug)  # "my budget was increased to $550"
 
 
 def clauses(sentence: str) -> list[str]:
@@ -355,7 +355,7 @@ class RuleExtractor:
             low = sentence.lower()
             if sentence.endswith(("?", "？")):  # a question; a changed value it opens with is still said
                 lead = updates.stated_before(sentence)
-                found.update({c.key: replace(c, source=tuple(source)) for c in changed_value(lead, lead) if c.key not in found})
+                found.update({c.key: replace(c, source=tuple(source)) for c in changed_value(lead, lead.lower()) if c.key not in found})
                 continue
             if len(sentence) < 4 or re.match(r"^(if|when|what if|maybe|如果)\b", low):
                 continue

@@ -21,7 +21,6 @@ VERB = (r"(?:improved|increased|decreased|reduced|raised|lowered|grown|risen|ros
         r"expanded|upped|revised|cut|brought down|brought up|gotten|got|gone up|gone down)")
 ADVERBS = r"(?:(?:now|recently|just|finally|further|already|since|been|also|officially)\s+)*"
 # the value: words up to where the clause goes on ("..., so", " by May 13", " after ..."), holding a digit
-# the value: words up to where the clause goes on ("..., so", " by May 13", " after ..."), holding a digit
 VALUE = (r"(?P<value>[^,;.!?]*?\d(?:[^;!?.,]|[.,](?=\d))*?)"
          r"(?=\s*(?:[;!?]|,(?!\d)|\.(?:\s|$)|$|\s(?:by|after|due|because|since|so|and|but|which|for|when|starting|from|to|on|"
          r"through|in order)\s))")
@@ -50,8 +49,7 @@ THING_END = re.compile(r"\s+(?:for|of|with|in|on|from|that|which)\s+.*$", re.I)
 NOT_THINGS = {"it", "this", "that", "them", "time", "way", "number", "total", "amount"}
 
 
-def changed_value(s: str, low: str, third_person: Callable[[str], str], slug: Callable[[str], str]
-                  ) -> Iterator[Candidate]:
+def changed_value(s: str, third_person: Callable[[str], str], slug: Callable[[str], str]) -> Iterator[Candidate]:
     """The changed value ``s`` states, if any (``rules.changed_value`` gives the rules' own rewriting)."""
     for pattern in PATTERNS:
         m = pattern.search(s)
