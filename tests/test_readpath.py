@@ -75,12 +75,15 @@ def test_users_beyond_the_cap_are_evicted_and_still_read_correctly(tmp_path, emb
     store.close()
 
 
-def test_an_index_evicted_after_a_one_item_write_keeps_that_item(tmp_path, embedder):
+def test_an_index_evicted_after_a_one_item_write_keeps_that_item(tmp_path, embedder, monkeypatch):
     """Chroma drops an evicted index's unwritten changes (and, for one never written, fails every later query
     with "Nothing found on disk"); it replays a collection's log only at its first query in a process. Each
     user's index is read, then written one item at a time, past Chroma's cache of loaded indexes: every item is
-    found again."""
+    found again, by Chroma's own search (not the exact one, which keeps the vectors in the process)."""
+    from memkit.store import exact
     from memkit.store.chroma import ChromaIndex
+
+    monkeypatch.setattr(exact.EXACT, "max_items", 0)
 
     index = ChromaIndex.persistent(tmp_path / "cap", embedder, "memkit", max_users=2)
     users = 4 * index.client._server.hnsw_cache_size + 10  # Chroma's own bound, sized by memkit from max_users
@@ -96,13 +99,15 @@ def test_an_index_evicted_after_a_one_item_write_keeps_that_item(tmp_path, embed
 
 def test_a_collection_made_with_the_old_write_threshold_is_given_the_new_one_when_opened(tmp_path, embedder,
                                                                                          monkeypatch):
-    from memkit.store import chroma
+    from memkit.store import chroma, exact
 
+    monkeypatch.setattr(exact.EXACT, "max_items", 0)  # Chroma's own search
     monkeypatch.setitem(chroma.HNSW, "sync_threshold", 2)  # how memkit made collections before
     index = chroma.ChromaIndex.persistent(tmp_path / "old", embedder, "memkit")
     index.put("o", "u", "episodes", ["1"], [[1.0] * index.dimension])
     index.close()
     monkeypatch.undo()
+    monkeypatch.setattr(exact.EXACT, "max_items", 0)
     index = chroma.ChromaIndex.persistent(tmp_path / "old", embedder, "memkit")
     assert len(index.nearest("o", "u", [1.0] * index.dimension, 5)) == 1
     assert index.client.get_collection(index.collection_name("o")).configuration["hnsw"]["sync_threshold"] == 1

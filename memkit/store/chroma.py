@@ -29,6 +29,7 @@ from .folder import lock_folder, unlock_folder
 from ..errors import (DimensionMismatch, EmbedderMismatch, IsolationError, MemkitError, StoreCorrupt, StoreFull,
                       StoreUnavailable)
 from .base import past_ties
+from .exact import EXACT
 
 # Users whose index stays loaded in an embedded store (one HNSW index each); the least recently used are
 # evicted beyond it. Measured at 1,000 users with 100 items each (docs/decisions.md, "Loaded users per process").
@@ -39,10 +40,10 @@ MAX_USERS = 64
 # (Chroma replays a collection's log once per process). At 2, a user whose last write was one item lost it so:
 # 11 of 30 collections of 3 items read back 2 (docs/architecture.md §2).
 # One build thread, and a search breadth of 1,000 (Chroma's is 100): the graph depends on the order in which
-# Chroma applies its log, which moves with what else the process wrote before, so at 100 or 200 one
-# conversation's dense ranking changed with the conversations run before it; a search that visits every
-# item of a user below 1,000 is exact, whatever the graph (docs/architecture.md §9). A collection keeps the
-# settings it was made with; an older one is given this write threshold when it is opened.
+# Chroma applies its log, and a broader search ranks more of a big user's items the same in every run. An
+# embedded store's users of up to 10,000 items are searched exactly instead (memkit/store/exact.py): the
+# graph can leave an item unreachable (docs/architecture.md §9). A collection keeps the settings it was made
+# with; an older one is given this write threshold when it is opened.
 EF_SEARCH = 1000
 HNSW = {"space": "cosine", "sync_threshold": 1, "batch_size": 2, "num_threads": 1, "ef_search": EF_SEARCH}
 # The two parts of a user's collection: the tag that prefixes an item's Chroma id and is its metadata "part"
@@ -63,6 +64,9 @@ class ChromaIndex:
         self._collections: OrderedDict[str, Any] = OrderedDict()  # an LRU of collection handles
         self._guard = threading.Lock()
         self._folder: str | None = None  # a persistent folder this index holds the lock of (released by close())
+        # the exact search's key for this store's collections (memkit/store/exact.py): only an embedded store,
+        # which no other process writes, keeps its users' vectors in the process
+        self._exact: str | None = {"ephemeral": "ephemeral"}.get(backend)
 
     @classmethod
     def persistent(cls, path: str | Path, embedder: Any, namespace: str, max_users: int = MAX_USERS) -> "ChromaIndex":
@@ -83,7 +87,7 @@ class ChromaIndex:
 
             SharedSystemClient._identifier_to_system.pop(str(path), None)
             raise
-        index._folder = locked
+        index._folder, index._exact = locked, str(folder.resolve())
         return index
 
     @classmethod
@@ -115,45 +119,63 @@ class ChromaIndex:
         with translated(self.backend):
             # no documents: Chroma would index their words for a ``where_document`` memkit never asks, which
             # was half of an upsert's time (docs/measurements.md, "Bigger runs")
-            col.upsert(ids=[f"{TAGS[part]}:{i}" for i in ids],
-                       embeddings=[list(map(float, v)) for v in vectors],
+            cids = [f"{TAGS[part]}:{i}" for i in ids]
+            col.upsert(ids=cids, embeddings=[list(map(float, v)) for v in vectors],
                        metadatas=[{"part": TAGS[part], "user_id": user_id}] * len(ids))
+        if self._exact:
+            EXACT.put(self._key(col), cids, vectors)
 
     def remove(self, owner: str, user_id: str, part: str, ids: Sequence[str]) -> None:
         col = self._open(owner, user_id, create=False)
         if col is not None and ids:
+            cids = [f"{TAGS[part]}:{i}" for i in ids]
             with translated(self.backend):
-                col.delete(ids=[f"{TAGS[part]}:{i}" for i in ids])
+                col.delete(ids=cids)
+            if self._exact:
+                EXACT.remove(self._key(col), cids)
 
     def nearest(self, owner: str, user_id: str, vector: Sequence[float], n: int) -> list[tuple[str, str, float]]:
         col = self._open(owner, user_id, create=False)
         if col is None or n <= 0:
             return []
         with translated(self.backend):
-            # ids and distances only (metadata would triple the cost): the rows are read afterwards from the
-            # profile or the episode records, which check their owner. Never a ``part`` filter: Chroma's filtered
-            # query fails ("Error finding id") on an index it evicted and loaded again (docs/architecture.md §2)
-            def fetch(m: int) -> list[tuple[str, float]]:
-                res = col.query(query_embeddings=[list(vector)], n_results=m, include=["distances"])
-                return list(zip(res["ids"][0], res["distances"][0]))
+            hits = EXACT.nearest(self._key(col), col, vector, n) if self._exact else None
+            if hits is None:
+                # ids and distances only (the rows are read from the records, which check their owner); never a
+                # ``part`` filter: it fails ("Error finding id") on an index evicted and loaded again (§2)
+                def fetch(m: int) -> list[tuple[str, float]]:
+                    res = col.query(query_embeddings=[list(vector)], n_results=m, include=["distances"])
+                    return [(cid, 1.0 - float(d)) for cid, d in zip(res["ids"][0], res["distances"][0])]
 
-            hits = past_ties(fetch, n, lambda hit: -hit[1])
+                hits = past_ties(fetch, n, lambda hit: hit[1])
         out = []
-        for cid, dist in hits:
+        for cid, sim in hits:
             tag, item_id = cid.split(":", 1)
-            out.append((PART_OF_TAG[tag], item_id, 1.0 - float(dist)))
-        # equal distances (the same words said twice) come back in no fixed order, and which of them make the
-        # cut varies from one build of the graph to another: ties go to the earlier id, among all of them
-        # (past_ties), so a read ranks the same every time
+            out.append((PART_OF_TAG[tag], item_id, sim))
+        # equal scores (the same words said twice) come in no fixed order: ties go to the earlier id, among all
+        # of them (past_ties, or all the exact search scores), so a read ranks the same every time
         out.sort(key=lambda x: (-x[2], x[0], len(x[1]), x[1]))
         return out[:n]
 
+    def _key(self, col: Any) -> tuple[str | None, str, str]:
+        return self._exact, col.name, str(col.id)
+
+    def _forget(self, name: str | None = None) -> None:
+        """Drop what the exact search keeps of this store's collection ``name`` (None: of all its namespace's)."""
+        if self._exact:
+            EXACT.forget(lambda k: k[0] == self._exact and (k[1] == name if name else
+                                                            k[1].startswith(f"{self.namespace}-")))
+
     def warm(self, owner: str, user_id: str) -> None:
-        """Touch the user's collection with a one-result query, which makes Chroma load it from disk."""
+        """Touch the user's collection with a one-result query, which makes Chroma load it from disk (and the
+        exact search read its vectors)."""
         col = self._open(owner, user_id, create=False)
         if col is not None:
+            probe = [1.0] + [0.0] * (self.dimension - 1)
             with translated(self.backend):
-                col.query(query_embeddings=[[1.0] + [0.0] * (self.dimension - 1)], n_results=1, include=[])
+                col.query(query_embeddings=[probe], n_results=1, include=[])
+                if self._exact:
+                    EXACT.nearest(self._key(col), col, probe, 1)
 
     def drop(self, owner: str, user_id: str) -> None:
         with translated(self.backend):
@@ -165,6 +187,7 @@ class ChromaIndex:
                     pass
                 with self._guard:
                     self._collections.pop(name, None)
+                self._forget(name)
 
     def owners(self) -> dict[str, str]:
         """``owner -> user_id`` of every user with a collection in this namespace (``health.findings``)."""
@@ -201,6 +224,7 @@ class ChromaIndex:
 
     def close(self) -> None:
         self._collections.clear()
+        self._forget()  # a closed folder may be written by another process next
         if self.backend == "ephemeral":
             # Every EphemeralClient of a process shares one in-memory system, which outlives the client: a closed
             # ephemeral store's collections (its random namespace: nothing else can reach them) are deleted, or
@@ -300,6 +324,7 @@ class ChromaIndex:
             except NotFoundError:
                 pass  # another process moved it first
         col.modify(metadata={k: v for k, v in col.metadata.items() if k != "moving"})
+        self._forget(col.name)
 
 
 def _write_every_change(col: Any) -> None:
