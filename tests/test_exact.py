@@ -137,6 +137,19 @@ def test_the_vectors_kept_are_bounded_the_least_recently_searched_going_first(em
         client.delete_collection(col.name)
 
 
+@pytest.mark.parametrize("bound", [exact.EXACT_ITEMS, 0])
+def test_a_query_vector_of_another_dimension_is_a_named_error_on_either_search(embedder, monkeypatch, bound):
+    from memkit.errors import DimensionMismatch
+
+    monkeypatch.setattr(exact.EXACT, "max_items", bound)
+    index = _ephemeral(embedder)
+    index.put("o", "u", "episodes", ["1"], [[1.0] * 384])
+    with pytest.raises(DimensionMismatch, match="dimension 10"):
+        index.nearest("o", "u", [1.0] * 10, 3)
+    assert _ids(index, [1.0] * 384, 3) == ["1"]
+    index.close()
+
+
 @pytest.mark.parametrize("n", [0, -1])
 def test_a_search_for_no_items_finds_none(embedder, n):
     index = _ephemeral(embedder)

@@ -135,6 +135,8 @@ class ChromaIndex:
                 EXACT.remove(self._key(col), cids)
 
     def nearest(self, owner: str, user_id: str, vector: Sequence[float], n: int) -> list[tuple[str, str, float]]:
+        if len(vector) != self.dimension:  # named, for both searches
+            raise DimensionMismatch(f"a query vector of dimension {len(vector)} for an index of {self.dimension}")
         col = self._open(owner, user_id, create=False)
         if col is None or n <= 0:
             return []
@@ -160,15 +162,13 @@ class ChromaIndex:
     def _key(self, col: Any) -> tuple[str | None, str, str]:
         return self._exact, col.name, str(col.id)
 
-    def _forget(self, name: str | None = None) -> None:
-        """Drop what the exact search keeps of this store's collection ``name`` (None: of all its namespace's)."""
+    def _forget(self, prefix: str) -> None:
+        """Drop what the exact search keeps of this store's collections named ``prefix...`` (a name is one)."""
         if self._exact:
-            EXACT.forget(lambda k: k[0] == self._exact and (k[1] == name if name else
-                                                            k[1].startswith(f"{self.namespace}-")))
+            EXACT.forget(lambda k: k[0] == self._exact and k[1].startswith(prefix))
 
     def warm(self, owner: str, user_id: str) -> None:
-        """Touch the user's collection with a one-result query, which makes Chroma load it from disk (and the
-        exact search read its vectors)."""
+        """A one-result query loads the user's collection from disk; the exact search reads its vectors."""
         col = self._open(owner, user_id, create=False)
         if col is not None:
             probe = [1.0] + [0.0] * (self.dimension - 1)
@@ -224,7 +224,7 @@ class ChromaIndex:
 
     def close(self) -> None:
         self._collections.clear()
-        self._forget()  # a closed folder may be written by another process next
+        self._forget(f"{self.namespace}-")  # a closed folder may be written by another process next
         if self.backend == "ephemeral":
             # Every EphemeralClient of a process shares one in-memory system, which outlives the client: a closed
             # ephemeral store's collections (its random namespace: nothing else can reach them) are deleted, or
