@@ -123,7 +123,7 @@ BAD_READ = [("k", 0), ("k", "5"), ("k", 10**9), ("min_score", float("nan")), ("m
             ("neighbours", -1), ("neighbours", 10**6), ("episode_dates", "false"), ("speaker_runs", 0),
             ("episodes_for_facts", "True"), ("window_share", 1.5), ("window_share", float("nan")),
             ("document_share", -0.1), ("fold_repeats", "off"), ("near_repeats", float("nan")),
-            ("passages_per_turn", -1), ("passages_per_turn", 10**9), ("diversity", 2), ("headers", ["facts"]),
+            ("passages_per_turn", -1), ("passages_per_turn", 10**9), ("profile_after", -1), ("profile_after", 1.5), ("diversity", 2), ("headers", ["facts"]),
             ("headers", {"nope": "x"}), ("headers", {"facts": 3})]
 
 

@@ -1,5 +1,7 @@
 """Episodes and hybrid recall against real Chroma (in-process, on disk, `chroma run`) and a real tantivy index."""
 
+from dataclasses import replace
+
 import chromadb
 import pytest
 
@@ -511,12 +513,19 @@ def test_one_list_takes_facts_and_episodes_in_the_order_of_their_scores_from_one
             Hit(Fact(id="p1", user_id="u", text="User's name is Ana."), float("nan"), float("nan"), "profile")]
     recalled = [said(1, "I play the cello on Tuesdays."), said(2, "The orchestra meets downtown."),
                 said(9, "Cello again.")]
-    facts, eps = pack_memory(hits, recalled, 400, 50, lambda e: False, PackOptions(dates=False))
+    first = PackOptions(dates=False, profile_after=0)  # the profile block before the list
+    facts, eps = pack_memory(hits, recalled, 400, 50, lambda e: False, first)
     assert [i["id"] for i in facts.items] == ["p1", "f1", "f2"] and "s1:9" not in [i["turn_id"] for i in eps.items]
     assert [i["rank"] for i in eps.items] == [1, 3]  # a place on the one list: the fact f1 ranks second
     tight = sum(line_cost(f"- {h.fact.text}") for h in hits[2:]) + line_cost("Ana: I play the cello on Tuesdays.")
-    facts, eps = pack_memory(hits, recalled, tight, 50, lambda e: False, PackOptions(dates=False))
+    facts, eps = pack_memory(hits, recalled, tight, 50, lambda e: False, first)
     assert [i["id"] for i in facts.items] == ["p1"] and [i["turn_id"] for i in eps.items] == ["s1:1"]
+    facts, eps = pack_memory(hits, recalled, tight, 50, lambda e: False, PackOptions(dates=False))  # after 8 items
+    assert [i["id"] for i in facts.items] == ["f1"] and [i["turn_id"] for i in eps.items] == ["s1:1"]
+    cello = replace(hits[2], fact=replace(hits[2].fact, source=("s1:2",)))  # a profile fact of the second turn
+    facts, eps = pack_memory([*hits[:2], cello], recalled, 400, 50, lambda e: False, PackOptions(dates=False))
+    assert [i["id"] for i in facts.items] == ["f1", "p1", "f2"]  # in its turn's place, which it spares
+    assert [i["turn_id"] for i in eps.items] == ["s1:1"]
 
 
 def test_diversity_lets_a_different_line_past_near_duplicates_and_zero_keeps_the_order():

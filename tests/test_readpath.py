@@ -153,6 +153,35 @@ def test_the_profile_block_fills_its_share_with_short_facts(embedder):
     store.close()
 
 
+def test_the_profile_block_competes_by_rank_after_the_first_recalled_items(embedder):
+    store = FactStore.ephemeral(embedder)
+    store.upsert("u", [Fact(id="f0", user_id="u", text="User's name is Lena and she lives in Porto.", importance=0.9,
+                            created_at=1.0, valid_from=1.0)])
+    said = ["We hiked the Pine Ridge trail on Sunday and the views were great.",
+            "The Pine Ridge trail was muddy after the rain, so my boots got soaked.",
+            "Next time we hike, let's start the trail before sunrise to see the lake.",
+            "My sister wants to join the next hike if the trail is not too steep.",
+            "I bought new hiking poles for steep trails like the one at Pine Ridge.",
+            "The trail map at the visitor centre showed three loops around the ridge."]
+    for j, text in enumerate(said):
+        store.add_episode("u", Episode("", "u", "s", f"s:{j}", "user", "user", text, 1.0 + j, 16))
+    store.embed_pending("u")
+
+    def shown(after: int, budget: int) -> tuple[list[str], int]:
+        ctx = Memory(store=store, read=ReadOptions(profile_after=after)).context(
+            "u", "now", "Which trail did we hike?", budget=budget)
+        parts = {p.name: p for p in ctx.parts}
+        profile = [i["text"] for i in parts["facts"].items if i["why"] == "profile"] if "facts" in parts else []
+        return profile, len(parts["episodes"].items) if "episodes" in parts else 0
+
+    first, first_lines = shown(0, 100)
+    ranked, ranked_lines = shown(len(said), 100)
+    assert first and not ranked  # first, the block takes its share; after the recalled lines, nothing is left
+    assert ranked_lines == first_lines + 1  # the space it took holds a recalled line
+    assert shown(len(said), 1200) == (first, len(said))  # with room, the block is shown after the lines
+    store.close()
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts the server's open files in /proc")
 def test_a_bounded_server_keeps_few_indexes_open_and_reads_every_user_back(tmp_path, embedder):
     with ChromaServer(tmp_path / "data", max_users=2) as server:  # keep about 2 indexes loaded

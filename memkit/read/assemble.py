@@ -141,23 +141,46 @@ def pack_memory(hits: Sequence[Hit], recalled: Iterable[Recalled], budget: int, 
                 neighbours: Callable[[Episode], Sequence[Episode]] | None = None,
                 truncates: Callable[[str], bool] | None = None) -> tuple[Part, Part]:
     """The facts and episodes parts within ``budget``: first the standing instructions the question falls
-    under (``why="instruction"``), then the profile block (the ``why="profile"`` hits, within
-    ``profile_tokens``), then the recalled facts and the episodes on one ranked list, taken in the
-    order of their fused scores while they fit, so a fact is shown only where it outranks the episodes. A
-    shown fact spares its source turns (``options.spare_sources``); ``neighbours`` and ``truncates`` are
-    ``pack_episodes``'s.
+    under (``why="instruction"``), then the recalled facts and the episodes on one ranked list, taken in the
+    order of their fused scores while they fit, so a fact is shown only where it outranks the episodes, with
+    the profile block (the ``why="profile"`` hits, within ``profile_tokens``) on it as ``profile_in_rank``
+    places it (``options.profile_after``; 0: the block first). A shown fact spares its source turns
+    (``options.spare_sources``); ``neighbours`` and ``truncates`` are ``pack_episodes``'s.
 
     Measured on the dev splits (docs/measurements.md, "Facts on one list"): the profile last, or none, lost up to 0.17 of
-    the evidence on the user-assistant shape."""
+    the evidence on the user-assistant shape; after the first 8 items, with each fact in its turn's place, it
+    gained at 100 to 400 tokens on BEAM (docs/decisions.md, "Profile block")."""
     block, used = FactLines(profile_tokens), 0
-    for h in sorted((h for h in hits if h.why.kind in FIRST), key=lambda h: FIRST.index(h.why.kind)):
+    profile = [h for h in hits if h.why.kind == "profile"]
+    for h in [h for h in hits if h.why.kind == "instruction"] + ([] if options.profile_after else profile):
         used += block.take(h, budget - used)
-    stream = diversified(heapq.merge([h for h in hits if h.why.kind not in FIRST], recalled, key=lambda x: -x.score),
-                         options.diversity)
+    stream: Iterator[Any] = iter(diversified(heapq.merge([h for h in hits if h.why.kind not in FIRST], recalled,
+                                                         key=lambda x: -x.score), options.diversity))
+    if options.profile_after:
+        stream = profile_in_rank(stream, profile, options.profile_after)
     spare = options.spare_sources
     eps = pack_episodes(stream, budget - used, lambda e: skip(e) or (spare and e.turn_id in block.sources), options,
                         neighbours, truncates, facts=block, spare_facts=spare)
     return block.part(), eps
+
+
+def profile_in_rank(stream: Iterable[Any], profile: Sequence[Hit], after: int) -> Iterator[Any]:
+    """``stream`` with the profile block's facts competing for the budget: each just before the first recalled
+    turn it came from (the fact in its turn's place: a shown fact spares its turns), the rest after the first
+    ``after`` items (or the last, if fewer)."""
+    of_turn: dict[str, list[Hit]] = {}
+    for h in profile:
+        for turn in h.fact.source:
+            of_turn.setdefault(turn, []).append(h)
+    given: set[str] = set()
+    for rank, r in enumerate(stream):
+        turn = r.item.turn_id if isinstance(r, Recalled) and isinstance(r.item, Episode) else None
+        for h in profile if rank == after else of_turn.get(turn, ()) if turn else ():
+            if h.fact.id not in given:
+                given.add(h.fact.id)
+                yield h
+        yield r
+    yield from (h for h in profile if h.fact.id not in given)
 
 
 class EpisodePacker:

@@ -37,7 +37,9 @@ class ReadOptions:
     fact's source turn is shown too; ``window_share`` of the budget kept for this session's newest turns;
     ``document_share`` for a retriever's documents; ``fold_repeats`` and ``near_repeats`` (words this alike)
     show a line said again once; ``passages_per_turn`` of a long turn before other turns have theirs;
-    ``diversity`` maximal marginal relevance's weight on novelty; ``headers`` the lines above each part.
+    ``diversity`` maximal marginal relevance's weight on novelty; ``profile_after`` the recalled items taken
+    before the rest of the profile block, each of its facts also in the place of the first recalled turn it
+    came from (0: the block first); ``headers`` the lines above each part.
     The reasons for each default are in docs/decisions.md.
     """
 
@@ -57,6 +59,7 @@ class ReadOptions:
     near_repeats: float = packing.NEAR_REPEATS
     passages_per_turn: int = packing.PASSAGES_PER_TURN
     diversity: float = packing.DIVERSITY
+    profile_after: int = packing.PROFILE_AFTER
     headers: Mapping[str, str] = field(default_factory=lambda: dict(assemble.HEADERS))
 
     def __post_init__(self) -> None:
@@ -66,6 +69,7 @@ class ReadOptions:
         validate.count("profile_tokens", self.profile_tokens, validate.MAX_BUDGET)
         validate.count("neighbours", self.neighbours, validate.MAX_K)
         validate.count("passages_per_turn", self.passages_per_turn, validate.MAX_K)
+        validate.count("profile_after", self.profile_after, validate.MAX_K)
         for name in ("window_share", "document_share", "near_repeats", "diversity"):
             validate.share(name, getattr(self, name))
         for name in ("facts", "episodes", "episode_dates", "speaker_runs", "episodes_for_facts", "fold_repeats"):
@@ -85,7 +89,7 @@ class ReadOptions:
         return packing.PackOptions(spare_sources=not self.episodes_for_facts, diversity=self.diversity,
                                     dates=self.episode_dates, fold_repeats=self.fold_repeats,
                                     near_repeats=self.near_repeats, passages_per_turn=self.passages_per_turn,
-                                    speaker_runs=self.speaker_runs)
+                                    speaker_runs=self.speaker_runs, profile_after=self.profile_after)
 
     @classmethod
     def names(cls) -> frozenset[str]:
