@@ -154,8 +154,8 @@ def pack_memory(hits: Sequence[Hit], recalled: Iterable[Recalled], budget: int, 
     profile = [h for h in hits if h.why.kind == "profile"]
     for h in [h for h in hits if h.why.kind == "instruction"] + ([] if options.profile_after else profile):
         used += block.take(h, budget - used)
-    stream: Iterator[Any] = iter(diversified(heapq.merge([h for h in hits if h.why.kind not in FIRST], recalled,
-                                                         key=lambda x: -x.score), options.diversity))
+    stream: Iterable[Any] = diversified(heapq.merge([h for h in hits if h.why.kind not in FIRST], recalled,
+                                                    key=lambda x: -x.score), options.diversity)
     if options.profile_after:
         stream = profile_in_rank(stream, profile, options.profile_after)
     spare = options.spare_sources
@@ -175,7 +175,7 @@ def profile_in_rank(stream: Iterable[Any], profile: Sequence[Hit], after: int) -
     given: set[str] = set()
     for rank, r in enumerate(stream):
         turn = r.item.turn_id if isinstance(r, Recalled) and isinstance(r.item, Episode) else None
-        for h in profile if rank == after else of_turn.get(turn, ()) if turn else ():
+        for h in profile if rank == after else of_turn.get(turn, ()):
             if h.fact.id not in given:
                 given.add(h.fact.id)
                 yield h
