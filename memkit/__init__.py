@@ -10,7 +10,7 @@ _EXPORTS = {  # name -> the module that defines it, imported on first use (PEP 5
     **dict.fromkeys(('Settings',), "config"),
     **dict.fromkeys(('EpisodicBuffer', 'SessionStore'), "write.episodic"),
     **dict.fromkeys(('CachedEmbedder', 'EmbeddingCache'), "store.embed_cache"),
-    **dict.fromkeys(('CacheUnavailable', 'ConfigError', 'DatasetError', 'DimensionMismatch', 'EmbedderMismatch', 'ExtractionError', 'InvalidArgument', 'InvalidContent', 'IsolationError', 'MemkitError', 'MissingSessionId', 'MissingUserId', 'ModelUnavailable', 'StoreClosed', 'StoreCorrupt', 'StoreFull', 'StoreLocked', 'StorePathError', 'StoreUnavailable'), "errors"),
+    **dict.fromkeys(('CacheTooSmall', 'CacheUnavailable', 'ConfigError', 'DatasetError', 'DimensionMismatch', 'EmbedderMismatch', 'ExtractionError', 'InvalidArgument', 'InvalidContent', 'IsolationError', 'MemkitError', 'MissingSessionId', 'MissingUserId', 'ModelUnavailable', 'StoreClosed', 'StoreCorrupt', 'StoreFull', 'StoreLocked', 'StorePathError', 'StoreUnavailable'), "errors"),
     **dict.fromkeys(('EXTRACTION_PROMPT', 'Extractor', 'LLMExtractor'), "write.extract"),
     **dict.fromkeys(('FactStore',), "store"),
     **dict.fromkeys(('ChatModel', 'OpenAIChat', 'parse_json'), "models.llm"),
@@ -47,7 +47,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors
     from .config import Settings
     from .write.episodic import EpisodicBuffer, SessionStore
     from .store.embed_cache import CachedEmbedder, EmbeddingCache
-    from .errors import (CacheUnavailable, ConfigError, DatasetError, DimensionMismatch, EmbedderMismatch, ExtractionError, InvalidArgument,
+    from .errors import (CacheTooSmall, CacheUnavailable, ConfigError, DatasetError, DimensionMismatch, EmbedderMismatch, ExtractionError, InvalidArgument,
                          InvalidContent,
                          IsolationError, MemkitError, MissingSessionId, MissingUserId, ModelUnavailable, StoreClosed,
                          StoreCorrupt, StoreFull, StoreLocked, StorePathError, StoreUnavailable)
@@ -67,7 +67,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors
 
 __version__ = "0.2.0"
 __all__ = [
-    "AppendPolicy", "AsyncMemory", "CacheUnavailable", "CachedEmbedder", "Candidate", "ChatModel", "ConfigError", "Context", "DatasetError", "DimensionMismatch",
+    "AppendPolicy", "AsyncMemory", "CacheTooSmall", "CacheUnavailable", "CachedEmbedder", "Candidate", "ChatModel", "ConfigError", "Context", "DatasetError", "DimensionMismatch",
     "EXTRACTION_PROMPT", "Embedder", "EmbedderMismatch", "EmbeddingCache", "Episode", "EpisodicBuffer", "Event", "EventKind", "ExtractionError", "ExtractiveSummarizer",
     "Extractor", "Fact", "FactStore", "Hit", "InvalidArgument", "InvalidContent", "IsolationError", "KeyedPolicy",
     "LLMExtractor", "LLMPolicy", "LLMSummarizer", "MemkitError", "Memory", "MissingSessionId", "MissingUserId",

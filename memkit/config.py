@@ -19,6 +19,9 @@ from .errors import ConfigError
 from .registry import DEFAULT_EMBEDDER
 
 DEFAULT_MAX_TOKENS = 256  # the longest reply a chat request allows unless MEMKIT_LLM_MAX_TOKENS says otherwise
+# The most vectors the embedding cache keeps unless MEMKIT_EMBED_CACHE_ITEMS says otherwise: about 0.8 GB of
+# 384-d vectors. BEAM 500K alone needs 331,538, with BEAM 100K and REALTALK about 420,000 (docs/decisions.md).
+CACHE_ITEMS = 500_000
 
 
 def offline_embedder(env: Mapping[str, str] | None = None) -> str:
@@ -31,6 +34,15 @@ def cache_dir(env: Mapping[str, str] | None = None) -> Path:
     """memkit's cache folder: ``$MEMKIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/memkit`` (``~/.cache/memkit``)."""
     env = os.environ if env is None else env
     return Path(env.get("MEMKIT_CACHE_DIR") or Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "memkit")
+
+
+def cache_items(env: Mapping[str, str] | None = None) -> int:
+    """The most vectors the embedding cache keeps: ``$MEMKIT_EMBED_CACHE_ITEMS``, else ``CACHE_ITEMS``."""
+    env = os.environ if env is None else env
+    n = int(_number(env, "MEMKIT_EMBED_CACHE_ITEMS", CACHE_ITEMS, int))
+    if n < 1:
+        raise ConfigError(f"MEMKIT_EMBED_CACHE_ITEMS={env['MEMKIT_EMBED_CACHE_ITEMS']!r}: the cache keeps 1 vector or more")
+    return n
 
 
 def api_key(*names: str) -> str | None:

@@ -96,3 +96,8 @@ class DatasetError(MemkitError, ValueError):
 
 class CacheUnavailable(MemkitError, RuntimeWarning):
     """The embedding cache could not be read or written; issued as a warning, and the call embeds without it."""
+
+
+class CacheTooSmall(MemkitError, RuntimeWarning):
+    """A run needs more vectors than the embedding cache keeps (``MEMKIT_EMBED_CACHE_ITEMS``); issued as a
+    warning: the run's rows are the same, but it evicts vectors it embedded and embeds them again."""

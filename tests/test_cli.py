@@ -119,6 +119,29 @@ def test_bench_takes_comma_separated_strategies_and_names_an_unknown_one(tmp_pat
     assert r.returncode == 2 and "unknown strategy 'nope'" in r.stderr and "rag:bm25" in r.stderr
 
 
+def test_bench_records_what_the_run_cost_cold_and_warm(tmp_path):
+    import json
+
+    from memkit.eval.report import cost_line
+
+    def bench(out):
+        r = subprocess.run([sys.executable, "-m", "memkit.cli", "bench", "--data", str(ROOT / "tests" / "data" / "beam"),
+                            "--strategy", "rag:dense,two-layer:keyed", "--budget", "200", "--no-turn-tokens", "--jobs", "2",
+                            "--embed-cache", str(tmp_path / "e.sqlite3"), "--out", str(out)],
+                           capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr
+        return json.loads((out / "run.json").read_text())
+
+    cold, warm = bench(tmp_path / "cold"), bench(tmp_path / "warm")
+    c = cold["cost"]
+    assert c["embedded"] > 0 and 0 < c["warm_up_s"] <= c["seconds"]
+    assert c["seconds_per_conversation"] == round(c["seconds"] / cold["conversations"], 1)
+    assert c["peak_rss_mb"]["main"] > 50 and c["peak_rss_mb"]["largest_worker"] > 50  # the 2 worker processes
+    assert warm["cost"]["embedded"] == 0  # the first run's warm-up left every vector in the cache
+    line = cost_line(cold)[0]
+    assert f"{c['embedded']:,} texts" in line and "2 processes" in line and "largest worker" in line
+
+
 def test_notebooks_says_where_it_signed_and_trust_holds_only_there(tmp_path):
     import os
 
@@ -172,7 +195,9 @@ def test_bench_starts_and_stops_a_local_dask_cluster(tmp_path):
     assert r.returncode == 0, r.stderr
     import json
 
-    assert json.loads((tmp_path / "run.json").read_text())["scheduler"] == "local:1"
+    run = json.loads((tmp_path / "run.json").read_text())
+    assert run["scheduler"] == "local:1"
+    assert run["cost"]["peak_rss_mb"]["largest_worker"] > 0  # the cluster's processes, ended within the run
     r = subprocess.run([sys.executable, "-m", "memkit.cli", "bench", "--data", str(ROOT / "tests" / "data" / "beam"),
                         "--scheduler", "local:0", "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "local:N takes a positive number" in r.stderr

@@ -192,7 +192,7 @@ def test_a_store_and_a_bench_run_take_the_offline_embedder_by_name(tmp_path):
     assert identity(shared_embedder("e5")) != identity(shared_embedder("minilm"))
 
     convs = load(Path(__file__).parent / "data" / "realtalk", "realtalk")
-    from memkit.eval.execution import texts_to_embed
+    from memkit.eval.warmup import texts_to_embed
 
     turns = texts_to_embed([(c, "rag:dense", [200]) for c in convs], 128)
     results = run(convs, ["rag:dense"], budget=200, per_turn_tokens=False, embedder="e5",

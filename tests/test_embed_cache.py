@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
-from memkit import CacheUnavailable, CachedEmbedder, EmbeddingCache, FactStore, Memory, Settings
+from memkit import CacheTooSmall, CacheUnavailable, CachedEmbedder, ConfigError, EmbeddingCache, FactStore, Memory, Settings
 from memkit.models.embed import MiniLMEmbedder, OpenAIEmbedder, identity
 from memkit.store.embed_cache import cached
 
@@ -89,6 +89,31 @@ def test_the_cache_is_bounded_and_keeps_the_recently_used(tmp_path):
     assert toy.seen == []
     with pytest.raises(ValueError):
         EmbeddingCache(tmp_path / "x.sqlite3", max_items=0)
+
+
+def test_the_bound_is_set_by_the_environment_and_a_bad_one_is_named(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMKIT_EMBED_CACHE_ITEMS", "300")
+    c = cached(Toy(), tmp_path / "e.sqlite3")  # a worker process unpickles the same bound (__getstate__)
+    c([f"text {i}" for i in range(500)])
+    assert c.cache.max_items == 300 and len(c.cache) == 300
+    assert EmbeddingCache(tmp_path / "e.sqlite3", max_items=400).max_items == 400  # an argument wins
+    for bad in ("0", "-5", "1e6", "many", "2.5"):
+        monkeypatch.setenv("MEMKIT_EMBED_CACHE_ITEMS", bad)
+        with pytest.raises(ConfigError, match="MEMKIT_EMBED_CACHE_ITEMS"):
+            EmbeddingCache(tmp_path / "x.sqlite3")
+    monkeypatch.delenv("MEMKIT_EMBED_CACHE_ITEMS")
+    for bad in (True, 1.5, "10", -1):
+        with pytest.raises(ConfigError, match="max_items"):
+            EmbeddingCache(tmp_path / "x.sqlite3", max_items=bad)
+
+
+def test_a_run_that_needs_more_vectors_than_the_cache_keeps_is_warned(tmp_path):
+    c = cached(Toy(), tmp_path / "e.sqlite3", max_items=10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(c.missing([f"t {i}" for i in range(10)] * 2)) == 20  # 10 distinct texts fit
+    with pytest.warns(CacheTooSmall, match="11 texts to embed .* keeps 10 vectors.*MEMKIT_EMBED_CACHE_ITEMS=11"):
+        c.missing([f"t {i}" for i in range(11)])
 
 
 def test_a_hit_refreshes_its_use_time_at_most_once_a_period(tmp_path):

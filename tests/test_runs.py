@@ -22,7 +22,8 @@ from memkit.store.embed_cache import EmbeddingCache, cached
 from memkit.errors import ConfigError
 from memkit.eval.cores import pin_next, slots
 from memkit.eval.datasets import load
-from memkit.eval.execution import execute, processes, texts_to_embed
+from memkit.eval.execution import execute, processes
+from memkit.eval.warmup import texts_to_embed
 from memkit.eval.runner import run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -156,6 +157,17 @@ def test_the_cache_holds_what_the_run_embeds_and_a_second_run_adds_nothing(convs
     r, _, _ = run(convs, STRATEGIES, budget=[200, 600], per_turn_tokens=False, embed_cache=cache)
     same(results, r)
     assert len(c) == before
+
+
+def test_a_cache_too_small_for_the_run_warns_and_gives_the_same_rows(convs, serial, tmp_path, monkeypatch):
+    from memkit import CacheTooSmall
+
+    (results, _, _), _ = serial
+    monkeypatch.setenv("MEMKIT_EMBED_CACHE_ITEMS", "20")  # the run needs more: it evicts its own vectors
+    with pytest.warns(CacheTooSmall, match="keeps 20 vectors"):
+        r, _, _ = run(convs, STRATEGIES, budget=[200, 600], per_turn_tokens=False, embed_cache=tmp_path / "s.sqlite3")
+    same(results, r)
+    assert len(EmbeddingCache(tmp_path / "s.sqlite3")) <= 21  # trimmed once 2 (a tenth of the bound) more are put
 
 
 def test_resume_runs_only_the_missing_jobs_and_merges_to_the_same_rows(convs, serial, tmp_path):

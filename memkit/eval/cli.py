@@ -58,7 +58,7 @@ def positive(text: str) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from .runner import run_spec
+    from .runner import costed, run_spec
     from .spec import RunSpec
 
     paths, fmt, convs = _conversations(args)
@@ -71,12 +71,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
                    options)  # the run's what and how, checked here and passed down to every job
     out = out_dir(args.out)  # before the run: an unwritable folder fails at once, not after it
     store = _bench_store(args.store)
-    cache = _embed_cache(args.embed_cache)
+    cache, cost = _embed_cache(args.embed_cache), {}
     try:
-        with scheduler_address(args.scheduler) as scheduler:
+        with costed(len(convs), cost), scheduler_address(args.scheduler) as scheduler:  # a cluster's start counts
             results, summary, confusion = run_spec(convs, spec, store, progress=True, jobs=args.jobs,
                                                    scheduler=scheduler, parts=out / "parts", resume=args.resume,
-                                                   embed_cache=cache, recycle=args.recycle)
+                                                   embed_cache=cache, recycle=args.recycle, cost=cost)
     except (KeyboardInterrupt, Exception) as e:
         if not _ctrl_c(e):
             raise
@@ -94,7 +94,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
               "store": "ephemeral" if parse_store_url(store)[0] == "memory" else "postgres",
               "jobs": args.jobs, "recycle": args.recycle, "scheduler": args.scheduler, "embed_cache": cache,
               "embedder": args.embedder, "extractor": args.extractor, "summarizer": args.summarizer,
-              **{k: v for k, v in options.items() if k not in ("chat_model", "extractor", "summarizer")}}
+              **{k: v for k, v in options.items() if k not in ("chat_model", "extractor", "summarizer")}, "cost": cost}
     _write_bench(out, results, summary, confusion, strategies, record)
     return 0
 

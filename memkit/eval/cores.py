@@ -1,4 +1,5 @@
-"""One core per worker process of a parallel run (``--jobs``, a Dask cluster), where the machine has one each.
+"""One core per worker process of a parallel run (``--jobs``, a Dask cluster), where the machine has one each,
+and the encoder threads each worker uses (``enter_worker``).
 
 A bench job is one Python thread doing most of the work, with helper threads around it (Chroma's runtime,
 tantivy's writer, the session warm-up). Unpinned, two such processes on 2 cores left 22% of the machine
@@ -13,6 +14,8 @@ from __future__ import annotations
 
 import os
 from typing import Any, Sequence
+
+from ..registry import DEFAULT_EMBEDDER
 
 
 def usable() -> list[int]:
@@ -76,4 +79,20 @@ def pin_next(counter: Any, jobs: int) -> None:
         pin(slot % jobs)
 
 
-__all__ = ["pin", "pin_next", "slots", "unpin", "usable"]
+def enter_worker(threads: int | dict[str, int], embedder: str = DEFAULT_EMBEDDER) -> str:
+    """Set this worker's encoder threads (on a Dask cluster, ``threads`` maps hosts to them: the host's cores
+    shared among its workers); the worker's name."""
+    from ..models.embed import shared_embedder
+
+    worker = f"pid {os.getpid()}"
+    if isinstance(threads, dict):
+        from distributed import get_worker
+
+        me = get_worker()
+        worker, threads = me.address, threads.get(me.ip, 0)
+    if threads:
+        shared_embedder(embedder).use_threads(threads)
+    return worker
+
+
+__all__ = ["enter_worker", "pin", "pin_next", "slots", "unpin", "usable"]

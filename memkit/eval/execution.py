@@ -1,5 +1,6 @@
-"""Where a bench run's jobs execute (this process, N local processes, or a Dask cluster), the part files that
-make a run resumable, and the cache warm-up that batches the encoder across conversations.
+"""Where a bench run's jobs execute (this process, N local processes, or a Dask cluster), after the cache
+warm-up that batches the encoder across conversations (``warmup.py``), and the part files that make a run
+resumable.
 
 A job is one conversation under one strategy (at one budget, or at every budget for a strategy whose memory
 does not depend on it). Jobs share nothing but the embedding cache: each job opens a store of its own from a
@@ -27,6 +28,8 @@ from ..registry import DEFAULT_EMBEDDER
 from ..store.passages import PASSAGE_TOKENS
 from .conversation import run_conversation, scoped
 from .defaults import RECYCLE  # calls each --jobs worker takes before a fresh one replaces it
+from . import warmup
+from .cores import enter_worker
 from .spec import Job, RunSpec
 
 
@@ -83,61 +86,11 @@ def close_stores(spec: StoreSpec) -> None:
         store.close()
 
 
-def _worker(threads: int | dict[str, int], embedder: str = DEFAULT_EMBEDDER) -> str:
-    """Set this worker's encoder threads (on a Dask cluster, ``threads`` maps hosts to them: the host's cores
-    shared among its workers); the worker's name."""
-    from ..models.embed import shared_embedder
-
-    worker = f"pid {os.getpid()}"
-    if isinstance(threads, dict):
-        from distributed import get_worker
-
-        me = get_worker()
-        worker, threads = me.address, threads.get(me.ip, 0)
-    if threads:
-        shared_embedder(embedder).use_threads(threads)
-    return worker
-
-
 def run_job(spec: StoreSpec, job: Job, run: RunSpec, threads: int | dict[str, int] = 0) -> tuple[Any, str]:
     """Run one job of ``run`` in a worker: its ``(rows, stats)`` and the worker's name."""
-    worker = _worker(threads, spec.embedder)
+    worker = enter_worker(threads, spec.embedder)
     with _store(spec) as store:
         return run_conversation_on(store, job, run), worker
-
-
-def warm_job(spec: StoreSpec, texts: Sequence[str], threads: int | dict[str, int] = 0) -> int:
-    """Embed ``texts`` into the spec's cache (a worker's share of the warm-up); how many were embedded."""
-    from ..models.embed import shared_embedder
-    from ..store.embed_cache import cached
-
-    _worker(threads, spec.embedder)
-    c = cached(shared_embedder(spec.embedder), spec.embed_cache)
-    for start in range(0, len(texts), 1024):
-        c(list(texts[start:start + 1024]))
-    return c.embedded
-
-
-def texts_to_embed(jobs: Sequence[Job], passage_tokens: int) -> list[str]:
-    """What the run's memories will embed, as the stores will ask for it: each distinct turn text (whole for the
-    raw-turn baselines, as passages for two-layer memory) and each probe question, longest last."""
-    from ..store.base import episode_items
-    from ..strategies import embeds_episodes
-    from ..types import Episode
-    from .. import validate
-
-    texts: dict[str, None] = {}
-    for conv, name, _ in jobs:
-        sizes = embeds_episodes(name, passage_tokens)
-        if sizes is None:
-            continue
-        for s in conv.sessions:
-            for t in s.turns:
-                e = Episode("", "", s.id, t.id, t.speaker or t.role, t.role, validate.content(t.content), 0.0, 0,
-                            passage_tokens=sizes)
-                texts.update((text, None) for _, text in episode_items(e))
-        texts.update((validate.query(p.question), None) for p in conv.probes)
-    return sorted(texts, key=len)
 
 
 @dataclass
@@ -191,10 +144,11 @@ class Parts:
 
 def run_jobs(todo: Sequence[Job], where: Any, run: RunSpec, jobs: int = 1, scheduler: str | None = None,
              parts: Parts | None = None, progress: bool = False, passage_tokens: int = PASSAGE_TOKENS,
-             recycle: int = RECYCLE) -> list[Any]:
+             recycle: int = RECYCLE, cost: dict[str, Any] | None = None) -> list[Any]:
     """Every job's ``(rows, stats)``, in job order: those ``parts`` already holds, and the rest run on ``where``
-    (a ``StoreSpec``; or a ``FactStore`` shared by the jobs, in this process only), after the cache warm-up;
-    the ``jobs`` processes are replaced by fresh ones once they have taken ``recycle`` calls each (0: never)."""
+    (a ``StoreSpec``; or a ``FactStore`` shared by the jobs, in this process only), after the cache warm-up
+    (``warmup.py``; ``cost`` gets its ``embedded`` texts and ``warm_up_s``); the ``jobs`` processes are
+    replaced by fresh ones once they have taken ``recycle`` calls each (0: never)."""
     spread = jobs > 1 or scheduler is not None
     threads: Any = dask_threads(scheduler) if scheduler else max(1, (os.cpu_count() or 1) // jobs) if jobs > 1 else 0
     if isinstance(where, StoreSpec):
@@ -206,20 +160,16 @@ def run_jobs(todo: Sequence[Job], where: Any, run: RunSpec, jobs: int = 1, sched
     # one machine (this one, or a cluster on one host) shares one cache file, warmed first with what it lacks;
     # on several machines each worker fills its own machine's cache as its jobs go
     one_machine = not scheduler or len(threads) == 1
-    if spec is not None and spec.embed_cache and one_machine and pending:
-        from ..models.embed import shared_embedder
-        from ..store.embed_cache import cached
-
-        texts = cached(shared_embedder(spec.embedder), spec.embed_cache).missing(texts_to_embed([todo[i] for i in pending], passage_tokens))
-    else:
-        texts = []
-    n = min(64 if scheduler else jobs * 8, len(texts))  # shards: several per worker, so they end together
-    shards = [texts[i::n] for i in range(n)]  # interleaved, so each shard has long and short texts
+    warming = time.perf_counter()
+    shards = warmup.shards([todo[i] for i in pending], spec, passage_tokens, 64 if scheduler else jobs * 8) \
+        if spec is not None and spec.embed_cache and one_machine and pending else []
     with processes(jobs if not scheduler and pending else 1, recycle) as pool:  # one pool for the warm-up and the jobs
         if shards:
-            for _ in _bar(execute(warm_job, [(i, (spec, shard, threads)) for i, shard in enumerate(shards)], jobs,
-                                  scheduler, pool=pool), len(shards), "embed", "shard", progress):
+            for _ in _bar(execute(warmup.warm_job, [(i, (spec, shard, threads)) for i, shard in enumerate(shards)],
+                                  jobs, scheduler, pool=pool), len(shards), "embed", "shard", progress):
                 pass
+        if cost is not None:
+            cost.update(embedded=sum(map(len, shards)), warm_up_s=time.perf_counter() - warming)
         bar = _bar(None, len(todo), "bench", "job", progress, initial=len(todo) - len(pending))
         started, turns, workers = time.perf_counter(), 0, {}
         for i, (result, worker) in execute(fn, [(i, (spec, todo[i], run, threads)) for i in pending], jobs,
@@ -396,4 +346,4 @@ def dask_threads(scheduler: str) -> dict[str, int]:
     return {host: max(1, counts[0] // len(counts)) for host, counts in per_host.items()}
 
 
-__all__ = ["Job", "Parts", "StoreSpec", "close_stores", "dask_threads", "execute", "processes", "run_conversation_on", "run_job", "run_jobs", "texts_to_embed", "warm_job"]
+__all__ = ["Job", "Parts", "StoreSpec", "close_stores", "dask_threads", "execute", "processes", "run_conversation_on", "run_job", "run_jobs"]

@@ -88,7 +88,7 @@ def run_section(folder: Path, title: str) -> str:
         f"--budget {','.join(map(str, budgets))}  # from run.json")
     out = [f"## {title}", "", "```bash", command, "```", "",
            f"{run['conversations']} conversations, {int(probes)} questions with evidence or an answer "
-           f"({run['format']}); files: `{folder.as_posix()}`.", "", recall_table(summary), ""]
+           f"({run['format']}); files: `{folder.as_posix()}`.", "", *cost_line(run), recall_table(summary), ""]
     compare = folder / "compare.csv"
     strategies = list(dict.fromkeys(summary["strategy"]))
     ours = next((s for s in strategies if s.startswith("two-layer")), None)
@@ -98,6 +98,21 @@ def run_section(folder: Path, title: str) -> str:
                 difference_table(pd.read_csv(compare), ours, others), ""]
     out += ["By question type (evidence recall):", "", by_type_table(summary), ""]
     return "\n".join(out)
+
+
+def cost_line(run: dict) -> list[str]:
+    """What the run cost, from run.json's ``cost`` (``runner.costed``; none for runs before it was kept)."""
+    cost = run.get("cost")
+    if not cost:
+        return []
+    peak = cost.get("peak_rss_mb") or {"main": 0, "largest_worker": 0}
+    workers = f", {run['jobs']} processes" if run.get("jobs", 1) > 1 and not run.get("scheduler") else ""
+    return [f"The run took {cost['seconds'] / 60:.1f} min ({cost['seconds_per_conversation']:.0f} s a conversation"
+            f"{workers}), of which {cost['warm_up_s'] / 60:.1f} min in its warm-up, which embedded the "
+            f"{cost['embedded']:,} texts the embedding cache lacked"
+            + (f"; peak memory {peak['main']:,} MB in the main process" if peak["main"] else "")
+            + (f" and {peak['largest_worker']:,} MB in the largest worker" if peak["largest_worker"] else "")
+            + ".", ""]
 
 
 def options_section(csv: Path, title: str) -> str:

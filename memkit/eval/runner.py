@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+import time
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import pandas as pd
 
@@ -49,9 +52,10 @@ def run(conversations: Sequence[Conversation], strategies: Iterable[str] = DEFAU
 
 def run_spec(conversations: Sequence[Conversation], spec: RunSpec, store: FactStore | str | None = None,
              progress: bool = False, jobs: int = 1, scheduler: str | None = None, parts: str | Path | None = None,
-             resume: bool = False, embed_cache: str | Path | None = None,
-             recycle: int = RECYCLE) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """``run`` for a ``RunSpec``: where and how it runs is the rest (see ``run``)."""
+             resume: bool = False, embed_cache: str | Path | None = None, recycle: int = RECYCLE,
+             cost: dict[str, Any] | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """``run`` for a ``RunSpec``: where and how it runs is the rest (see ``run``); ``cost`` gets the warm-up's
+    texts and seconds (``costed`` adds the rest)."""
     from .execution import Parts, StoreSpec, run_jobs
 
     _check_run(jobs, recycle)
@@ -75,11 +79,36 @@ def run_spec(conversations: Sequence[Conversation], spec: RunSpec, store: FactSt
                                     **({"embedder": spec.embedder} if spec.embedder != DEFAULT_EMBEDDER else {})})
         saved.start(todo, resume)
     done = run_jobs(todo, where, spec, jobs, scheduler, saved, progress,
-                    spec.options.get("passage_tokens", PASSAGE_TOKENS), recycle)
+                    spec.options.get("passage_tokens", PASSAGE_TOKENS), recycle, cost)
     rows = [r for result in done for r in result[0]]
     stats = [s for result in done for s in result[1]]
     results = with_columns(rows, [*KEYS, *probe_columns(spec.judge_model is not None)])
     return results, summarise(results, stats, list(spec.strategies)), confusion_table(stats)
+
+
+@contextmanager
+def costed(conversations: int, cost: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """What the run in the block cost, into ``cost`` (give it to ``run_spec``) when the block ends: its seconds
+    in all and per conversation, the warm-up's (``embedded`` texts; 0 with a warm cache), and the peak memory
+    (resident set) of this process and of the largest process it started and waited for (the ``jobs``
+    workers, a local Dask cluster's; 0 when the jobs ran here or on another machine)."""
+    started = time.perf_counter()
+    yield cost
+    seconds = time.perf_counter() - started
+    cost.update(seconds=round(seconds, 1), seconds_per_conversation=round(seconds / max(conversations, 1), 1),
+                warm_up_s=round(cost.get("warm_up_s", 0.0), 1), embedded=cost.get("embedded", 0),
+                peak_rss_mb=_peak_rss_mb())
+
+
+def _peak_rss_mb() -> dict[str, int] | None:
+    """The peak resident set of this process and of its largest waited-for child, in MB (None on Windows)."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    unit = 1 << 20 if sys.platform == "darwin" else 1 << 10  # ru_maxrss is bytes on macOS, kilobytes on Linux
+    mb = lambda who: round(resource.getrusage(who).ru_maxrss * unit / (1 << 20))  # noqa: E731
+    return {"main": mb(resource.RUSAGE_SELF), "largest_worker": mb(resource.RUSAGE_CHILDREN)}
 
 
 def _check_run(jobs: int, recycle: int) -> None:
@@ -132,4 +161,4 @@ def confusion_table(stats: list[dict[str, Any]]) -> pd.DataFrame:
     return df.groupby(["strategy", "gold", "predicted"], as_index=False)["turns"].sum()
 
 
-__all__ = ["DEFAULT_STRATEGIES", "OPS", "confusion_table", "run", "summarise"]
+__all__ = ["DEFAULT_STRATEGIES", "OPS", "confusion_table", "costed", "run", "summarise"]

@@ -24,11 +24,11 @@ import numpy as np
 
 from ..models.embed import identity, traits
 from .. import registry
-from ..config import cache_dir
-from ..errors import CacheUnavailable
+from ..config import CACHE_ITEMS, cache_dir, cache_items
+from ..errors import CacheTooSmall, CacheUnavailable, ConfigError
 from .sql import connect_sqlite
 
-MAX_ITEMS = 500_000  # about 0.8 GB of 384-d vectors
+MAX_ITEMS = CACHE_ITEMS  # the default bound (``$MEMKIT_EMBED_CACHE_ITEMS`` sets another)
 # A hit refreshes its row's use time only when the last refresh is older than this: eviction is least recently
 # used to the hour, and a warm run reads the file without writing to it (each refresh was a write before).
 REFRESH_S = 3600.0
@@ -68,9 +68,14 @@ def _select(db: sqlite3.Connection, columns: str, keys: Sequence[bytes]) -> Iter
 class EmbeddingCache:
     """Vectors by ``(embedder identity, text)`` in a SQLite file shared by every process that opens it."""
 
-    def __init__(self, path: str | Path | None = None, max_items: int = MAX_ITEMS, refresh_s: float = REFRESH_S) -> None:
-        if max_items <= 0:
-            raise ValueError(f"max_items must be positive, got {max_items}")
+    def __init__(self, path: str | Path | None = None, max_items: int | None = None,
+                 refresh_s: float = REFRESH_S) -> None:
+        """``max_items``: the most vectors the file keeps (default ``$MEMKIT_EMBED_CACHE_ITEMS``, else
+        ``MAX_ITEMS``); beyond it the least recently used go."""
+        if max_items is None:
+            max_items = cache_items()
+        if isinstance(max_items, bool) or not isinstance(max_items, int) or max_items < 1:
+            raise ConfigError(f"max_items is the most vectors the cache keeps, 1 or more; got {max_items!r}")
         self.path = Path(path) if path is not None else default_path()
         self.max_items = max_items
         self.refresh_s = refresh_s
@@ -230,8 +235,14 @@ class CachedEmbedder:
         return [found[k] for k in keys]
 
     def missing(self, texts: Sequence[str]) -> list[str]:
-        """The texts among ``texts`` the cache has no vector for, in their order."""
+        """The texts among ``texts`` (all that a run will embed, as its warm-up asks) the cache has no vector
+        for, in their order; a ``CacheTooSmall`` warning when the cache cannot keep them all."""
         keys = [self.cache.key(self._ident, t) for t in texts]
+        if len(set(keys)) > self.cache.max_items:
+            warnings.warn(CacheTooSmall(
+                f"{len(set(keys)):,} texts to embed and the embedding cache {self.cache.path} keeps "
+                f"{self.cache.max_items:,} vectors: some will be embedded twice; set MEMKIT_EMBED_CACHE_ITEMS="
+                f"{len(set(keys))} or more (about 1.6 kB a 384-d vector)"), stacklevel=2)
         held = self.cache.holds(keys)
         return [t for t, k in zip(texts, keys) if k not in held]
 
@@ -246,7 +257,7 @@ class CachedEmbedder:
         return self.inner.get_config()
 
 
-def cached(embedder: Any, path: str | Path | None = None, max_items: int = MAX_ITEMS) -> CachedEmbedder:
+def cached(embedder: Any, path: str | Path | None = None, max_items: int | None = None) -> CachedEmbedder:
     """``embedder`` behind the embedding cache at ``path`` (default ``default_path()``)."""
     return CachedEmbedder(embedder, EmbeddingCache(path, max_items))
 
