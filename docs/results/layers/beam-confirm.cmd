@@ -1,0 +1,1 @@
+python scripts/measure_layers.py --data ../shared/devdata/beam/500K --format beam --name beam-confirm --variant two-layer --variant 'without facts' --rows /tmp/exp/l500-rows.csv --jobs 2 --embed-cache /work/cache/embeddings.sqlite3 --out docs/results/layers
