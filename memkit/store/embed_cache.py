@@ -238,11 +238,12 @@ class CachedEmbedder:
         """The texts among ``texts`` (all that a run will embed, as its warm-up asks) the cache has no vector
         for, in their order; a ``CacheTooSmall`` warning when the cache cannot keep them all."""
         keys = [self.cache.key(self._ident, t) for t in texts]
-        if len(set(keys)) > self.cache.max_items:
+        distinct = len(set(keys))
+        if distinct > self.cache.max_items:
             warnings.warn(CacheTooSmall(
-                f"{len(set(keys)):,} texts to embed and the embedding cache {self.cache.path} keeps "
+                f"{distinct:,} texts to embed and the embedding cache {self.cache.path} keeps "
                 f"{self.cache.max_items:,} vectors: some will be embedded twice; set MEMKIT_EMBED_CACHE_ITEMS="
-                f"{len(set(keys))} or more (about 1.6 kB a 384-d vector)"), stacklevel=2)
+                f"{distinct} or more (about 1.6 kB a 384-d vector)"), stacklevel=2)
         held = self.cache.holds(keys)
         return [t for t, k in zip(texts, keys) if k not in held]
 
