@@ -60,7 +60,18 @@ results, summary, confusion = run(convs, strategies, budget=budget, k=k)
 
 # %%
 cols = ["strategy", *[c for c in shown_columns() if not c.endswith(("_ms", "_per_s")) and summary[c].notna().any()]]
-summary[summary["type"] == "all"][cols].round(2).reset_index(drop=True)
+tokens = ["strategy", *[c for c in cols if c.endswith("tokens") or c.startswith("tokens_")]]
+summary[summary["type"] == "all"][[c for c in cols if c not in tokens[1:]]].round(2).reset_index(drop=True)
+
+# %% [markdown]
+# The token columns, apart. Which turn fills a budget's last tokens can turn on a vector's last digits, and the
+# int8 encoder's vectors differ in those digits from one CPU to another: two machines gave the table above
+# to the last digit and two-layer's mean context tokens 0.2 apart. So this output is not checked:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+
+summary[summary["type"] == "all"][tokens].round(2).reset_index(drop=True)
 
 # %% [markdown]
 # Latency (median and p95, milliseconds) varies by machine, so its output is not checked:
