@@ -94,8 +94,8 @@ def costed(conversations: int, cost: dict[str, Any]) -> Iterator[dict[str, Any]]
     workers, a local Dask cluster's; 0 when the jobs ran here or on another machine)."""
     started = time.perf_counter()
     yield cost
-    seconds = time.perf_counter() - started
-    cost.update(seconds=round(seconds, 1), seconds_per_conversation=round(seconds / max(conversations, 1), 1),
+    seconds = round(time.perf_counter() - started, 1)  # per conversation from the figure the file keeps
+    cost.update(seconds=seconds, seconds_per_conversation=round(seconds / max(conversations, 1), 1),
                 warm_up_s=round(cost.get("warm_up_s", 0.0), 1), embedded=cost.get("embedded", 0),
                 peak_rss_mb=_peak_rss_mb())
 
