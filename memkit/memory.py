@@ -37,7 +37,7 @@ class Memory:
                  summarizer: Summarizer | None = None, policy: "str | reconcile.Policy" = "keyed", chat_model: Any = None,
                  sessions: SessionStore | None = None, window_tokens: int = 600, summary_tokens: int = 200,
                  passage_tokens: int = PASSAGE_TOKENS, retriever: Retriever | None = None,
-                 read: ReadOptions | None = None, **deprecated: Any) -> None:
+                 read: ReadOptions | None = None, dense_passages: int = 0, **deprecated: Any) -> None:
         """``read`` shapes every ``context`` (``memkit.ReadOptions``: k, the floor, the profile block, recall,
         what is shown). The read options passed one by one (``Memory(k=3, profile_tokens=0)``), as before
         0.3, still work and warn: they go in ``read``."""
@@ -58,7 +58,10 @@ class Memory:
         self.sessions_store = sessions
         self.window_tokens, self.summary_tokens = window_tokens, summary_tokens
         # a turn longer than this is indexed as passages, and a read can show the one that answers (0: whole turns)
-        self.passage_tokens = validate.count("passage_tokens", passage_tokens)
+        self.passage_tokens = validate.count("passage_tokens", passage_tokens, validate.MAX_BUDGET)
+        # of those passages, the first this many get a vector, the rest are found by their words (0: all of them;
+        # docs/decisions.md, "Encoder batches")
+        self.dense_passages = validate.count("dense_passages", dense_passages, validate.MAX_K)
         self.retriever = retriever
         self.open_sessions: dict[tuple[str, str], EpisodicBuffer] = {}  # (user_id, session_id) -> its live buffer
         # documents and session warm-ups each on a thread of their own; memory is searched in the caller's thread (on
@@ -157,7 +160,8 @@ class Memory:
         # the record says, in its own commit, that the turn is still to be extracted (the durable retry queue)
         episode = self.store.add_episode(user_id, Episode("", user_id, session_id, turn.id, speaker or role, role,
                                                           turn.content, turn.time, turn.tokens,
-                                                          passage_tokens=self.passage_tokens), extract=extract)
+                                                          passage_tokens=self.passage_tokens,
+                                                          dense_passages=self.dense_passages), extract=extract)
         return self.writes.turn(user_id, turn, speaker, episode.id) if extract else []
 
     @property

@@ -99,7 +99,8 @@ class Episode:
 
     ``id`` is the store's sequence number; ``turn_id`` is the caller's id of the turn; ``pos`` its place
     in the session. ``passage_tokens`` is the passage size its turn is indexed at (0: whole;
-    ``memkit/store/passages.py``). A recalled passage is an excerpt: ``span`` is its character range in the turn
+    ``memkit/store/passages.py``), and ``dense_passages`` how many of those passages, from the first, have a
+    vector (0: all; the lexical index has every one). A recalled passage is an excerpt: ``span`` is its character range in the turn
     and the turn's length, ``(start, end, length)``, and ``content`` that range. Episodes are append-only: conflict policies never edit them.
     """
 
@@ -114,6 +115,7 @@ class Episode:
     tokens: int = 0
     pos: int = 0
     passage_tokens: int = 0
+    dense_passages: int = 0
     span: tuple[int, int, int] | None = None
 
     def evolve(self, **changes: Any) -> "Episode":

@@ -197,6 +197,30 @@ def test_a_long_turn_is_indexed_as_passages_and_the_read_shows_the_one_that_answ
     assert m.store.episodes("u")[1].content == ANSWER  # the record keeps the whole turn
 
 
+def test_a_long_turns_later_passages_without_vectors_are_found_by_their_words_and_the_store_reopens_whole(
+        tmp_path, embedder):
+    from memkit.store.base import dense_items, episode_items
+
+    m = Memory(store=FactStore.persistent(tmp_path / "s", embedder), passage_tokens=64, dense_passages=2)
+    m.observe("u", "s1", "user", "Plan my trip to the islands, please.", turn_id="s1:1")
+    m.observe("u", "s1", "assistant", ANSWER, turn_id="s1:2")
+    m.end_session("u", "s1")
+    answer = m.store.episodes("u")[1]
+    assert answer.dense_passages == 2 and len(episode_items(answer)) > 10 and len(dense_items(answer)) == 2
+    # the vectors hold the user's turn and the answer's first two passages; the words hold every passage
+    assert m.store.vectors.count(m.store._owner("u")) == 1 + 2
+    ferry = "Which ferry departure did you tell me to book?"
+    ferry_passage = {ref for ref, text in episode_items(answer) if "7:40" in text}
+    assert ferry_passage and not ferry_passage & {ref for ref, _ in dense_items(answer)}
+    assert ferry_passage & {ref for ref, _ in m.store.lexical("u", "episodes", "ferry departure Pier", 5)}
+    assert "7:40 departure from Pier 9" in m.context("u", "s2", ferry, budget=200).text
+    m.close()
+    again = Memory(store=FactStore.persistent(tmp_path / "s", embedder))  # a whole store: no finding, no repair
+    assert again.store.episodes("u")[1].dense_passages == 2
+    assert "7:40 departure from Pier 9" in again.context("u", "s3", ferry, budget=200).text
+    again.close()
+
+
 def test_a_turn_shorter_than_a_passage_is_shown_whole(embedder):
     m = Memory(store=FactStore.ephemeral(embedder), passage_tokens=64)
     m.observe("u", "s1", "user", "I keep my bike in the blue shed.", turn_id="s1:1")

@@ -159,6 +159,20 @@ def test_the_cache_holds_what_the_run_embeds_and_a_second_run_adds_nothing(convs
     assert len(c) == before
 
 
+def test_with_dense_passages_the_warm_up_and_the_stores_embed_the_same_fewer_texts(convs, tmp_path):
+    jobs = [(cv, s, [200]) for cv in convs for s in STRATEGIES]
+    capped, every = texts_to_embed(jobs, 16, 1), texts_to_embed(jobs, 16)
+    assert set(capped) < set(every)  # 16-token passages: turns of several, of which only the first has a vector
+    cache = tmp_path / "e.sqlite3"
+    r, _, _ = run(convs, STRATEGIES, budget=[200], per_turn_tokens=False, embed_cache=cache, passage_tokens=16,
+                  dense_passages=1)
+    assert r["evidence_recall"].notna().any()
+    c, ident = EmbeddingCache(cache), identity(shared_embedder())
+    deep = set(every) - set(capped)  # the warm-up embedded the capped texts, and no store asked for a deep passage
+    assert len(c.get([c.key(ident, t) for t in capped], 384)) == len(set(capped))
+    assert c.get([c.key(ident, t) for t in deep], 384) == {}
+
+
 def test_a_cache_too_small_for_the_run_warns_and_gives_the_same_rows(convs, serial, tmp_path, monkeypatch):
     from memkit import CacheTooSmall
 

@@ -225,6 +225,10 @@ def test_a_summary_that_invents_or_loses_names_and_numbers_is_refused(fake_llm):
     (lambda m: Memory(store=m.store, policy="llm"), ConfigError),
     (lambda m: ReadOptions(k=0), InvalidArgument),
     (lambda m: Memory(store=m.store, passage_tokens=-1), InvalidArgument),
+    (lambda m: Memory(store=m.store, passage_tokens=10**30), InvalidArgument),  # was SQLite's OverflowError
+    (lambda m: Memory(store=m.store, dense_passages=-1), InvalidArgument),
+    (lambda m: Memory(store=m.store, dense_passages=2.0), InvalidArgument),
+    (lambda m: Memory(store=m.store, dense_passages=10**30), InvalidArgument),
     (lambda m: ReadOptions(passages_per_turn=1.5), InvalidArgument),
     (lambda m: ReadOptions(near_repeats=2), InvalidArgument),
     (lambda m: ReadOptions(diversity=-0.1), InvalidArgument),

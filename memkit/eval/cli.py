@@ -152,6 +152,8 @@ def _memory_options(args: argparse.Namespace, strategies: list[str]) -> dict[str
             options[kind] = registry.build(kind, name, **({"model": model} if registry.needs_model(kind, name) else {}))
     if args.floor is not None:
         options["min_score"] = args.floor
+    if args.dense_passages:
+        options["dense_passages"] = args.dense_passages
     return options
 
 
@@ -343,6 +345,8 @@ def _register_bench(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--profile-tokens", type=int, default=150,
                    help="two-layer: tokens for the user-profile block (0: similarity search only)")
     b.add_argument("--floor", type=float, default=None, help="two-layer: similarity floor (default 0.3)")
+    b.add_argument("--dense-passages", type=positive, default=None, metavar="N",
+                   help="two-layer: vectors for a long turn's first N passages only, the rest found by their words")
     b.add_argument("--limit", type=positive, default=None, help="only the first N conversations (N >= 1)")
     b.add_argument("--judge", action="store_true",
                    help="also let the MEMKIT_LLM_* model answer each probe from the context and grade it")

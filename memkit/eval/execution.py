@@ -25,7 +25,6 @@ from typing import Any, Callable, Iterator, Sequence
 
 from ..errors import ConfigError
 from ..registry import DEFAULT_EMBEDDER
-from ..store.passages import PASSAGE_TOKENS
 from .conversation import run_conversation, scoped
 from .defaults import RECYCLE  # calls each --jobs worker takes before a fresh one replaces it
 from . import warmup
@@ -143,8 +142,7 @@ class Parts:
 
 
 def run_jobs(todo: Sequence[Job], where: Any, run: RunSpec, jobs: int = 1, scheduler: str | None = None,
-             parts: Parts | None = None, progress: bool = False, passage_tokens: int = PASSAGE_TOKENS,
-             recycle: int = RECYCLE, cost: dict[str, Any] | None = None) -> list[Any]:
+             parts: Parts | None = None, progress: bool = False, recycle: int = RECYCLE, cost: dict[str, Any] | None = None) -> list[Any]:
     """Every job's ``(rows, stats)``, in job order: those ``parts`` already holds, and the rest run on ``where``
     (a ``StoreSpec``; or a ``FactStore`` shared by the jobs, in this process only), after the cache warm-up
     (``warmup.py``; ``cost`` gets its ``embedded`` texts and ``warm_up_s``); the ``jobs`` processes are
@@ -161,7 +159,7 @@ def run_jobs(todo: Sequence[Job], where: Any, run: RunSpec, jobs: int = 1, sched
     # on several machines each worker fills its own machine's cache as its jobs go
     one_machine = not scheduler or len(threads) == 1
     warming = time.perf_counter()
-    shards = warmup.shards([todo[i] for i in pending], spec, passage_tokens, 64 if scheduler else jobs * 8) \
+    shards = warmup.shards([todo[i] for i in pending], spec, run.options, 64 if scheduler else jobs * 8) \
         if spec is not None and spec.embed_cache and one_machine and pending else []
     with processes(jobs if not scheduler and pending else 1, recycle) as pool:  # one pool for the warm-up and the jobs
         if shards:

@@ -14,7 +14,6 @@ import pandas as pd
 from ..config import offline_embedder
 from ..registry import DEFAULT_EMBEDDER
 from ..errors import ConfigError
-from ..store.passages import PASSAGE_TOKENS
 from ..store import FactStore
 from .conversation import KEYS
 from .data import Conversation
@@ -78,8 +77,7 @@ def run_spec(conversations: Sequence[Conversation], spec: RunSpec, store: FactSt
                                     "budgets": list(spec.budgets), "options": options,
                                     **({"embedder": spec.embedder} if spec.embedder != DEFAULT_EMBEDDER else {})})
         saved.start(todo, resume)
-    done = run_jobs(todo, where, spec, jobs, scheduler, saved, progress,
-                    spec.options.get("passage_tokens", PASSAGE_TOKENS), recycle, cost)
+    done = run_jobs(todo, where, spec, jobs, scheduler, saved, progress, recycle=recycle, cost=cost)
     rows = [r for result in done for r in result[0]]
     stats = [s for result in done for s in result[1]]
     results = with_columns(rows, [*KEYS, *probe_columns(spec.judge_model is not None)])

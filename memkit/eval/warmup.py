@@ -10,10 +10,11 @@ from typing import Any, Sequence
 from .spec import Job
 
 
-def texts_to_embed(jobs: Sequence[Job], passage_tokens: int) -> list[str]:
+def texts_to_embed(jobs: Sequence[Job], passage_tokens: int, dense_passages: int = 0) -> list[str]:
     """What the run's memories will embed, as the stores will ask for it: each distinct turn text (whole for the
-    raw-turn baselines, as passages for two-layer memory) and each probe question, longest last."""
-    from ..store.base import episode_items
+    raw-turn baselines, as passages for two-layer memory, the first ``dense_passages`` of a turn's, 0: all) and
+    each probe question, longest last."""
+    from ..store.base import dense_items
     from ..strategies import embeds_episodes
     from ..types import Episode
     from .. import validate
@@ -26,20 +27,23 @@ def texts_to_embed(jobs: Sequence[Job], passage_tokens: int) -> list[str]:
         for s in conv.sessions:
             for t in s.turns:
                 e = Episode("", "", s.id, t.id, t.speaker or t.role, t.role, validate.content(t.content), 0.0, 0,
-                            passage_tokens=sizes)
-                texts.update((text, None) for _, text in episode_items(e))
+                            passage_tokens=sizes, dense_passages=dense_passages if sizes else 0)
+                texts.update((text, None) for _, text in dense_items(e))
         texts.update((validate.query(p.question), None) for p in conv.probes)
     return sorted(texts, key=len)
 
 
-def shards(jobs: Sequence[Job], spec: Any, passage_tokens: int, n: int) -> list[list[str]]:
-    """The texts of ``jobs`` that ``spec``'s cache lacks, in ``n`` shards (fewer for fewer texts), interleaved
-    so that each has long and short texts and the workers end together (``CacheTooSmall`` warns when the cache
-    cannot keep them all)."""
+def shards(jobs: Sequence[Job], spec: Any, options: dict[str, Any], n: int) -> list[list[str]]:
+    """The texts of ``jobs`` that ``spec``'s cache lacks, their memories built with ``options`` (the run's
+    ``passage_tokens`` and ``dense_passages``), in ``n`` shards (fewer for fewer texts), interleaved so that
+    each has long and short texts and the workers end together (``CacheTooSmall`` warns when the cache cannot
+    keep them all)."""
     from ..models.embed import shared_embedder
     from ..store.embed_cache import cached
+    from ..store.passages import PASSAGE_TOKENS
 
-    texts = cached(shared_embedder(spec.embedder), spec.embed_cache).missing(texts_to_embed(jobs, passage_tokens))
+    wanted = texts_to_embed(jobs, options.get("passage_tokens", PASSAGE_TOKENS), options.get("dense_passages", 0))
+    texts = cached(shared_embedder(spec.embedder), spec.embed_cache).missing(wanted)
     n = min(n, len(texts))
     return [texts[i::n] for i in range(n)]
 

@@ -12,7 +12,7 @@ from typing import Any, Callable, ContextManager, Iterator, Sequence
 from .. import validate
 from ..errors import ConfigError, IsolationError
 from ..types import Episode
-from .base import TextIndex, VectorIndex, episode_items
+from .base import TextIndex, VectorIndex, dense_items, episode_items
 from .records import Records
 
 
@@ -90,16 +90,16 @@ class EpisodeArchive:
             pending = {owner: self.records.episodes(owner, user_id, only, pending=True, but_session=but_session)
                        for owner, user_id in users.items()}
             items = {owner: [item for e in eps for item in episode_items(e)] for owner, eps in pending.items()}
-            texts = [text for its in items.values() for _, text in its]
-            if not texts:
+            dense = {owner: [item for e in eps for item in dense_items(e)] for owner, eps in pending.items()}
+            if not any(items.values()):
                 return 0
-            vectors = iter(self.embedder(texts))
+            vectors = iter(self.embedder([text for its in dense.values() for _, text in its]))
             for owner, its in items.items():
                 if not its:
                     continue
-                mine = [next(vectors) for _ in its]
+                mine = [next(vectors) for _ in dense[owner]]
                 with self.unit():
-                    self.vectors.put(owner, users[owner], "episodes", [ref for ref, _ in its], mine)
+                    self.vectors.put(owner, users[owner], "episodes", [ref for ref, _ in dense[owner]], mine)
                     self.text.change(owner, "episodes", its)
                     self.records.mark_embedded(owner, [e.id for e in pending[owner]])
             return sum(map(len, pending.values()))

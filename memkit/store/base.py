@@ -73,6 +73,12 @@ def episode_items(e: Episode) -> list[tuple[str, str]]:
     return [(x.ref, episode_text(x)) for x in map(e.excerpt, passages.spans(e.content, e.passage_tokens))]
 
 
+def dense_items(e: Episode) -> list[tuple[str, str]]:
+    """The part of ``episode_items`` the dense index holds: the first ``e.dense_passages`` (all with 0)."""
+    items = episode_items(e)
+    return items[:e.dense_passages] if e.dense_passages else items
+
+
 def text_rows(records: Any, log: Any) -> Iterator[tuple[str, str, str, str]]:
     """What a text index derives from: ``(owner, part, id, text)`` of every current fact (``log``'s profile) and
     every embedded episode (``records``), its passages one by one."""

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreCorrupt
 from ..types import Fact, current
-from .base import Capability, capabilities, episode_items, text_rows
+from .base import Capability, capabilities, dense_items, text_rows
 from .lexicon import LexicalIndex
 from .records import MIGRATIONS
 
@@ -155,14 +155,14 @@ def _lost_facts(store: "FactStore", vectors: dict[str, str]) -> tuple[list[str],
 
 def off_count(store: "FactStore", owners: set[str]) -> set[str]:
     """The owners whose vector count differs from what their records give: current facts plus the passages of
-    every embedded episode."""
+    every embedded episode that have a vector."""
     off = set()
     for owner in sorted(owners):
         facts = store.log.db.rows("SELECT COUNT(*) FROM profile WHERE owner = ?", (owner,))[0][0]
         user_id = _user_of(store, owner)
         pending = {e.id for e in store.records.episodes(owner, user_id, pending=True)}
         episodes = store.records.episodes(owner, user_id)
-        wanted = facts + sum(len(episode_items(e)) for e in episodes if e.id not in pending)
+        wanted = facts + sum(len(dense_items(e)) for e in episodes if e.id not in pending)
         if store.vectors.count(owner) != wanted:  # type: ignore[attr-defined]
             off.add(owner)
     return off

@@ -40,6 +40,8 @@ CREATE TABLE waiting_writes (seq INTEGER PRIMARY KEY AUTOINCREMENT, owner TEXT N
 CREATE INDEX episodes_time ON episodes(owner, time)""",
         # how many extractions of a turn met a reply that could not be used (write.path.EXTRACT_ATTEMPTS bounds it)
         "ALTER TABLE episodes ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0",
+        # how many of a turn's passages have a vector, from the first (0: all; memkit/store/base.py, dense_items)
+        "ALTER TABLE episodes ADD COLUMN dense_passages INTEGER NOT NULL DEFAULT 0",
     ),
     "postgres": (
         """CREATE TABLE episodes (
@@ -55,9 +57,12 @@ CREATE TABLE waiting_writes (seq BIGSERIAL PRIMARY KEY, owner TEXT NOT NULL, use
         """ALTER TABLE episodes ADD COLUMN passage_tokens INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX episodes_time ON episodes(owner, time)""",
         "ALTER TABLE episodes ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0",
+        # how many of a turn's passages have a vector, from the first (0: all; memkit/store/base.py, dense_items)
+        "ALTER TABLE episodes ADD COLUMN dense_passages INTEGER NOT NULL DEFAULT 0",
     ),
 }
-EPISODE_COLUMNS = "seq, user_id, session_id, turn_id, speaker, role, content, time, tokens, pos, passage_tokens"
+EPISODE_COLUMNS = ("seq, user_id, session_id, turn_id, speaker, role, content, time, tokens, pos, passage_tokens,"
+                   " dense_passages")
 # what held the lexical index before tantivy did (docs/architecture.md §2): dropped by ``drop_fts``
 FTS_TABLES = ("lexical", "lex_refs")
 
@@ -87,9 +92,10 @@ class Records:
             pos = run("SELECT COUNT(*) FROM episodes WHERE owner = ? AND session_id = ?",
                       (owner, ep.session_id)).fetchone()[0]
             seq = run("INSERT INTO episodes (owner, user_id, session_id, turn_id, speaker, role, content, time, tokens,"
-                      " pos, extract, passage_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
+                      " pos, extract, passage_tokens, dense_passages) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                      " RETURNING seq",
                       (owner, ep.user_id, ep.session_id, ep.turn_id, ep.speaker, ep.role, ep.content, ep.time,
-                       ep.tokens, pos, int(extract), ep.passage_tokens)).fetchone()[0]
+                       ep.tokens, pos, int(extract), ep.passage_tokens, ep.dense_passages)).fetchone()[0]
         return ep.evolve(id=str(seq), pos=pos)
 
     def episodes(self, owner: str, user_id: str, ids: Iterable[str] | None = None, pending: bool = False,
