@@ -27,7 +27,7 @@ def texts_to_embed(jobs: Sequence[Job], passage_tokens: int, dense_passages: int
         for s in conv.sessions:
             for t in s.turns:
                 e = Episode("", "", s.id, t.id, t.speaker or t.role, t.role, validate.content(t.content), 0.0, 0,
-                            passage_tokens=sizes, dense_passages=dense_passages if sizes else 0)
+                            passage_tokens=sizes, dense_passages=dense_passages)
                 texts.update((text, None) for _, text in dense_items(e))
         texts.update((validate.query(p.question), None) for p in conv.probes)
     return sorted(texts, key=len)
