@@ -34,6 +34,9 @@ SECTIONS = [
     ("run", RESULTS / "realtalk-confirm", "REALTALK, confirm split (chats 6-10)"),
     ("run", RESULTS / "beam-dev", "BEAM 100K, dev split: user-assistant chats"),
     ("run", RESULTS / "beam-confirm", "BEAM 500K, confirm split (all 35 conversations)"),
+    ("run", RESULTS / "beam-confirm-cold",
+     "BEAM 500K, a cold run: an empty embedding cache, vectors for a turn's first four passages "
+     "(`--dense-passages 4`), run alone on 2 cores"),
     ("layers", RESULTS / "layers" / "realtalk-dev.csv", "What each layer adds: REALTALK dev split (chats 1-5)"),
     ("layers", RESULTS / "layers" / "realtalk-confirm.csv", "What each layer adds: REALTALK confirm split (chats 6-10)"),
     ("layers", RESULTS / "layers" / "beam-dev.csv", "What each layer adds: BEAM 100K dev split"),
