@@ -492,3 +492,7 @@ def test_what_each_layer_adds_pairs_every_variant_with_full_memory(tmp_path):
     page = layers_section(tmp_path / "fixture.csv", "What each layer adds: fixtures")
     assert page.startswith("## What each layer adds: fixtures") and f"| **{layers.FULL}** |" in page
     assert "Stale content on knowledge-update questions" in page and "Facts switched off, by question type" not in page
+    # a range, not a test, where the conversations are too few for one (the fixture's); not under 35 of them
+    assert f"with {int(t['conversations'].max())}, read it as a range, not a test" in page
+    layers.table(rows).assign(conversations=35).to_csv(tmp_path / "fixture.csv", index=False)
+    assert "read it as a range" not in layers_section(tmp_path / "fixture.csv", "What each layer adds: fixtures")

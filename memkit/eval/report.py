@@ -19,6 +19,7 @@ import pandas as pd
 
 from . import layers
 from .metrics import HEADLINE, label
+from .stats import too_few
 
 TWO_LAYER = "two-layer:keyed"
 
@@ -234,11 +235,13 @@ def layers_section(csv: Path, title: str) -> str:
     cmd = csv.with_suffix(".cmd")
     command = cmd.read_text("utf-8").strip() if cmd.exists() else "(command not recorded)"
     first = table[(table["type"] == "all")]
+    n = int(first["conversations"].max())
+    few = f"; with {n}, read it as a range, not a test" if too_few(n) else ""
     out = [f"## {title}", "", "```bash", command, "```", "",
-           f"{int(first['conversations'].max())} conversations, {int(first['probes'].max())} questions; file: "
+           f"{n} conversations, {int(first['probes'].max())} questions; file: "
            f"`{csv.as_posix()}`. Bold: two-layer memory's own value; "
-           "the other rows: the variant minus two-layer memory [95% bootstrap interval over conversations; with "
-           "five, read it as a range, not a test]. *Without facts*: "
+           f"the other rows: the variant minus two-layer memory [95% bootstrap interval over conversations{few}]. "
+           "*Without facts*: "
            "no recalled facts and no profile block; *without the profile*: no profile block; *without episodes*: "
            "no past turns (facts, profile and this session only); `rag:*`: raw retrieval over the turns.", "",
            layer_table(table, "evidence_recall"), "", layer_table(table, "answer_in_context"), ""]

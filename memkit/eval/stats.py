@@ -104,6 +104,12 @@ def compare(results: pd.DataFrame, strategies: Sequence[str], resamples: int = R
                                        "difference", "ci_low", "ci_high", "p_value", "units", "probes", "verdict"])
 
 
+def too_few(units: int) -> bool:
+    """Whether ``units`` paired units (conversations) are too few for a sign-flip test to reach p < 0.05 (it
+    cannot go below 2 / 2**n): five or fewer. Their interval reads as a range, not a test."""
+    return 2.0 / 2 ** units >= 0.05
+
+
 def _paired(wide: pd.DataFrame, a: str, b: str, resamples: int, seed: int) -> dict | None:
     if a not in wide or b not in wide:
         return None
@@ -124,7 +130,7 @@ def _paired(wide: pd.DataFrame, a: str, b: str, resamples: int, seed: int) -> di
     p = float((1 + np.sum(np.abs(null) >= abs(observed) - 1e-12)) / (1 + resamples))
     # with few conversations a percentile interval is too narrow: a difference counts only if both say so; and
     # with n units the sign-flip test cannot go below 2 / 2**n: five conversations or fewer can never reach 0.05
-    if 2.0 / 2 ** len(d) >= 0.05:
+    if too_few(len(d)):
         verdict = f"too few {unit}s ({len(d)}) for p < 0.05"
     elif low <= 0 <= high or p >= 0.05:
         verdict = "indistinguishable"
