@@ -119,3 +119,56 @@ def test_unusual_but_valid_content_is_kept_verbatim():
     for text in ["🏃‍♀️🔥 emoji only", "ctrl\x07chars\x1b[31m and \x00 nul", "x" * 1_000_000]:
         assert buf.append("user", text).content == text
     assert buf.window[-1].content == "x" * 1_000_000
+
+
+
+def _every_line_scored(summarizer, previous, turns, budget):
+    """The fold's definition: score every line that fits the budget, then keep greedily by (score, newest); the
+    kept text and how many lines that scores."""
+    from memkit.write.rules import SENT_SPLIT
+
+    lines = [line for line in previous.text.split("\n") if line.strip()]
+    for t in turns:
+        for sentence in (x.strip() for x in SENT_SPLIT.split(t.content)):
+            if sentence and f"{t.role}: {sentence}" not in lines:
+                lines.append(f"{t.role}: {sentence}")
+    costs = [tokens.count(line) + 1 for line in lines]
+    fits = [i for i in range(len(lines)) if costs[i] <= budget]
+    scores = {i: summarizer.score(lines[i].split(": ", 1)[-1]) for i in fits}
+    keep, used = [], 0
+    for i in sorted(fits, key=lambda i: (-scores[i], -i)):
+        if scores[i] > 0 and used + costs[i] <= budget:
+            keep.append(i)
+            used += costs[i]
+    return "\n".join(lines[i] for i in sorted(keep)), len(fits)
+
+
+def test_a_fold_keeps_what_scoring_every_line_keeps_and_scores_fewer():
+    import random
+
+    from memkit import ExtractiveSummarizer, Turn
+    from memkit.write.summarize import Summary
+
+    class Counted(ExtractiveSummarizer):
+        calls = 0
+
+        def score(self, sentence):
+            Counted.calls += 1
+            return ExtractiveSummarizer.score(sentence)
+
+    said = ("I prefer metric units", "we decided to ship on Friday", "the weather was nice", "I live in Lisbon",
+            "must finish by March 31", "lol ok", "I don't use Docker", "we will plan the budget", "thanks a lot",
+            "my sister is a nurse", "it was 20 degrees", "remember the deadline", "sure thing", "always 2 spaces")
+    rng, counted, every = random.Random(7), Counted(), 0
+    for _ in range(80):
+        previous = Summary()
+        for _ in range(rng.randint(1, 5)):
+            turns = [Turn(f"t{rng.random()}", "s", "u", rng.choice(["user", "assistant"]),
+                          ". ".join(rng.sample(said, rng.randint(1, 8))) + ".") for _ in range(rng.randint(1, 3))]
+            budget = rng.choice([0, 5, 12, 25, 60, 400])
+            want, scored = _every_line_scored(ExtractiveSummarizer(), previous, turns, budget)
+            previous = counted.fold(previous, turns, budget)
+            assert previous.text == want and previous.tokens == tokens.count(want)
+            every += scored
+    # the rule extractor reads only the lines that could still be kept when their bound came up
+    assert 0 < Counted.calls < every

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -44,21 +45,34 @@ class Summarizer(Protocol):
 _RULES = RuleExtractor()
 
 
+STATEMENT = 2.0  # what a statement the rule extractor reads adds to a sentence's score
+
+
 @lru_cache(maxsize=2048)
 def score(sentence: str) -> float:
     """What a sentence carries: 2 if the rule extractor reads a statement in it, plus 1 per signal word.
     Remembered, since a line the summary keeps is scored again at every later fold."""
-    return (2.0 if _RULES.extract(sentence) else 0.0) + len(SIGNALS.findall(sentence))
+    return (STATEMENT if _RULES.extract(sentence) else 0.0) + len(SIGNALS.findall(sentence))
+
+
+def bound(sentence: str) -> float:
+    """The most ``score`` can give ``sentence``, without the rule extractor: its signal words, plus a statement."""
+    return STATEMENT + len(SIGNALS.findall(sentence))
 
 
 class ExtractiveSummarizer:
     """Offline: keeps the sentences that carry facts, decisions and constraints, newest first when over budget."""
 
     score = staticmethod(score)
+    # at least ``score``, and cheaper: lines are scored only when they could be kept (a subclass that scores
+    # otherwise bounds its own score)
+    bound = staticmethod(bound)
 
     def fold(self, previous: Summary, turns: Sequence[Turn], budget: int) -> Summary:
-        """Linear in the input: each line is costed once per fold, and scored once while ``score`` remembers it;
-        the best lines that fit are kept (newest first among equals), in the order they were said."""
+        """The best lines that fit, taken greedily (highest score first, newest first among equals) and kept in
+        the order they were said. Each line is costed once per fold; it is scored (the rule extractor, the
+        cost of a fold) only if it still fits when its ``bound`` comes up, since one that does not fit then
+        never will: the lines and their order are those of scoring every line first."""
         lines = [line for line in previous.text.split("\n") if line.strip()]
         seen = set(lines)
         for t in turns:
@@ -69,13 +83,21 @@ class ExtractiveSummarizer:
                     seen.add(line)
                     lines.append(line)
         costs = [tokens.count(line) + 1 for line in lines]
-        # a line that cannot fit is never scored (a 1 MB run-on sentence costs one token count, not a rule pass)
-        scores = [self.score(line.split(": ", 1)[-1]) if costs[i] <= budget else 0.0 for i, line in enumerate(lines)]
+        said = [line.split(": ", 1)[-1] for line in lines]
+        # a heap of (-value, -index, scored): a value is a bound until the line is scored, its score after;
+        # a line that comes up scored outranks every other line's score, and ties go to the newest
+        heap = [(-self.bound(said[i]), -i, False) for i in range(len(lines)) if costs[i] <= budget]
+        heapq.heapify(heap)
         keep, used = [], 0
-        for i in sorted(range(len(lines)), key=lambda i: (-scores[i], -i)):
-            if scores[i] > 0 and used + costs[i] <= budget:
-                keep.append(i)
-                used += costs[i]
+        while heap:
+            value, i, scored = heapq.heappop(heap)
+            if used + costs[-i] > budget:
+                continue  # what is kept only grows: a line that does not fit now never will
+            if not scored:
+                heapq.heappush(heap, (-self.score(said[-i]), i, True))
+            elif value < 0:  # a line that carries nothing is never kept
+                keep.append(-i)
+                used += costs[-i]
         text = "\n".join(lines[i] for i in sorted(keep))
         return Summary(text, previous.turn_ids + tuple(t.id for t in turns), tokens.count(text))
 
