@@ -308,8 +308,13 @@ def _on_dask(fn: Callable[..., Any], calls: Sequence[tuple[int, tuple]], schedul
         client.register_plugin(BenchWorker(_core_slots(client)))
         futures = {client.submit(fn, *args, key=f"memkit-{time.time_ns()}-{i}", pure=False): i for i, args in calls}
         try:
-            for f in as_completed(futures):
-                yield futures[f], f.result()
+            # results gathered on the client's loop, so this thread waits only on a condition: a Ctrl-C inside
+            # distributed's sync() can fire its cancel callback before the future it cancels exists (a
+            # NameError traceback from distributed, printed under the run's own "interrupted")
+            for f, result in as_completed(futures, with_results=True):
+                if f.status == "cancelled":
+                    f.result()  # raises CancelledError, as it did when each result was asked for here
+                yield futures[f], result
         finally:
             client.cancel(list(futures))
             if spec is not None:
