@@ -11,7 +11,6 @@ Stores written with a collection per part (before this layout) are moved when th
 from __future__ import annotations
 
 import itertools
-import os
 import re
 import threading
 from collections import OrderedDict
@@ -29,6 +28,7 @@ from .folder import lock_folder, unlock_folder
 from ..errors import (DimensionMismatch, EmbedderMismatch, IsolationError, MemkitError, StoreCorrupt, StoreFull,
                       StoreUnavailable)
 from .base import past_ties
+from .chroma_process import hnsw_cache, one_call_per_collection, raise_open_file_limit
 from .exact import EXACT
 
 # Users whose index stays loaded in an embedded store (one HNSW index each); the least recently used are
@@ -75,8 +75,8 @@ class ChromaIndex:
         folder = Path(path)
         locked = lock_folder(folder)  # StorePathError for a folder that cannot be one, StoreLocked if in use
         try:
-            _raise_open_file_limit()
-            with translated(f"{folder}/chroma.sqlite3"), _hnsw_cache(max_users):  # one index per user
+            raise_open_file_limit()
+            with translated(f"{folder}/chroma.sqlite3"), hnsw_cache(max_users):  # one index per user
                 client = chromadb.PersistentClient(path=str(path))
             index = cls(client, embedder, namespace, "persistent", max_users)
         except BaseException:
@@ -112,6 +112,7 @@ class ChromaIndex:
         return _embed.label(self.embedder)
 
     # ---- items ---------------------------------------------------------------------------------
+    @one_call_per_collection
     def put(self, owner: str, user_id: str, part: str, ids: Sequence[str], vectors: Sequence[Sequence[float]]) -> None:
         col = self._open(owner, user_id, create=True)
         if not ids:
@@ -125,6 +126,7 @@ class ChromaIndex:
         if self._exact:
             EXACT.put(self._key(col), cids, vectors)
 
+    @one_call_per_collection
     def remove(self, owner: str, user_id: str, part: str, ids: Sequence[str]) -> None:
         col = self._open(owner, user_id, create=False)
         if col is not None and ids:
@@ -134,6 +136,7 @@ class ChromaIndex:
             if self._exact:
                 EXACT.remove(self._key(col), cids)
 
+    @one_call_per_collection
     def nearest(self, owner: str, user_id: str, vector: Sequence[float], n: int) -> list[tuple[str, str, float]]:
         if len(vector) != self.dimension:  # named, for both searches
             raise DimensionMismatch(f"a query vector of dimension {len(vector)} for an index of {self.dimension}")
@@ -167,6 +170,7 @@ class ChromaIndex:
         if self._exact:
             EXACT.forget(lambda k: k[0] == self._exact and k[1].startswith(prefix))
 
+    @one_call_per_collection
     def warm(self, owner: str, user_id: str) -> None:
         """A one-result query loads the user's collection from disk; the exact search reads its vectors."""
         col = self._open(owner, user_id, create=False)
@@ -177,6 +181,7 @@ class ChromaIndex:
                 if self._exact:
                     EXACT.nearest(self._key(col), col, probe, 1)
 
+    @one_call_per_collection
     def drop(self, owner: str, user_id: str) -> None:
         with translated(self.backend):
             for part in ("user",) + LEGACY_PARTS:
@@ -200,6 +205,7 @@ class ChromaIndex:
         """Whether the owner's collection holds any vector."""
         return self.count(owner) > 0
 
+    @one_call_per_collection
     def count(self, owner: str) -> int:
         """How many vectors the owner's collection holds (0 when it has none)."""
         with translated(self.backend):
@@ -208,6 +214,7 @@ class ChromaIndex:
             except (NotFoundError, ValueError):
                 return 0
 
+    @one_call_per_collection
     def fact_ids(self, owner: str) -> set[str]:
         """The ids of the facts the owner's collection holds vectors of (``health.findings``)."""
         with translated(self.backend):
@@ -299,6 +306,7 @@ class ChromaIndex:
                 self._move_user(owner, cols)
         return len(found)
 
+    @one_call_per_collection
     def _move_user(self, owner: str, cols: dict[str, Any]) -> None:
         user_id = next(iter(cols.values())).metadata["user_id"]
         legacy = {p: self.client.get_collection(c.name, embedding_function=None) for p, c in cols.items() if p != "user"}
@@ -332,45 +340,6 @@ def _write_every_change(col: Any) -> None:
     hnsw = (getattr(col, "configuration", None) or {}).get("hnsw") or {}
     if hnsw.get("sync_threshold", HNSW["sync_threshold"]) > HNSW["sync_threshold"]:
         col.modify(configuration={"hnsw": {"sync_threshold": HNSW["sync_threshold"]}})
-
-
-@contextmanager
-def _hnsw_cache(indexes: int) -> Iterator[None]:
-    """Embedded Chroma keeps an LRU of (open-file soft limit // 5) loaded HNSW indexes, sized once when the
-    client is made: 204 with the common 1024. Make the client with the limit at ``5 * indexes`` (or just above
-    the files already open, if more), which sizes that LRU, then raise the limit again for the files the
-    loaded indexes hold."""
-    try:
-        import resource
-    except ImportError:  # Windows: Chroma sizes its cache from _getmaxstdio; keep its default
-        yield
-        return
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    try:
-        in_use = len(os.listdir("/proc/self/fd"))
-    except OSError:
-        in_use = 256
-    try:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (min(max(5 * indexes + 5, in_use + 64), soft), hard))
-    except (ValueError, OSError):
-        pass
-    try:
-        yield
-    finally:
-        _raise_open_file_limit()
-
-
-def _raise_open_file_limit() -> None:
-    """Each loaded index keeps its files open: raise the soft open-file limit to the hard one, as far as allowed."""
-    try:
-        import resource
-
-        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        target = hard if hard != resource.RLIM_INFINITY else 1 << 20
-        if soft < target:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-    except (ImportError, ValueError, OSError):  # Windows, or a sandbox that refuses: keep the default
-        pass
 
 
 DAMAGED = ("malformed", "not a database", "disk image")  # what Chroma says of a damaged file
