@@ -151,6 +151,7 @@ def test_a_fold_keeps_what_scoring_every_line_keeps_and_scores_fewer():
 
     class Counted(ExtractiveSummarizer):
         calls = 0
+        bound = staticmethod(ExtractiveSummarizer.bound)  # its score is the built-in's: so is its bound
 
         def score(self, sentence):
             Counted.calls += 1
@@ -172,3 +173,18 @@ def test_a_fold_keeps_what_scoring_every_line_keeps_and_scores_fewer():
             every += scored
     # the rule extractor reads only the lines that could still be kept when their bound came up
     assert 0 < Counted.calls < every
+
+
+def test_a_summarizer_that_scores_otherwise_and_gives_no_bound_keeps_what_scoring_every_line_keeps():
+    """Weather lines score far above the built-in bound: without one of its own, every line is scored."""
+    from memkit import ExtractiveSummarizer, Turn
+    from memkit.write.summarize import Summary
+
+    class Weather(ExtractiveSummarizer):
+        def score(self, sentence):
+            return 50.0 if "weather" in sentence else ExtractiveSummarizer.score(sentence)
+
+    turns = [Turn(f"t{i}", "s", "u", "user", "I prefer metric units. The weather was nice. We decided to ship.")
+             for i in range(3)] + [Turn("t9", "s", "u", "user", "It rained, the weather turned.")]
+    want, _ = _every_line_scored(Weather(), Summary(), turns, 12)
+    assert "weather" in want and Weather().fold(Summary(), turns, 12).text == want

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import heapq
+import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, Sequence, runtime_checkable
 
 from .. import registry
 from ..models import tokens
@@ -64,9 +65,15 @@ class ExtractiveSummarizer:
     """Offline: keeps the sentences that carry facts, decisions and constraints, newest first when over budget."""
 
     score = staticmethod(score)
-    # at least ``score``, and cheaper: lines are scored only when they could be kept (a subclass that scores
-    # otherwise bounds its own score)
+    # at least ``score``, and cheaper: lines are scored only when they could be kept
     bound = staticmethod(bound)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A subclass that scores otherwise and gives no ``bound`` of its own has every line it could keep scored
+        (an infinite bound): the inherited bound need not hold for its score, and a low one would drop lines."""
+        super().__init_subclass__(**kwargs)
+        if "score" in cls.__dict__ and "bound" not in cls.__dict__:
+            cls.bound = staticmethod(lambda sentence: math.inf)
 
     def fold(self, previous: Summary, turns: Sequence[Turn], budget: int) -> Summary:
         """The best lines that fit, taken greedily (highest score first, newest first among equals) and kept in
