@@ -496,3 +496,26 @@ def test_what_each_layer_adds_pairs_every_variant_with_full_memory(tmp_path):
     assert f"with {int(t['conversations'].max())}, read it as a range, not a test" in page
     layers.table(rows).assign(conversations=35).to_csv(tmp_path / "fixture.csv", index=False)
     assert "read it as a range" not in layers_section(tmp_path / "fixture.csv", "What each layer adds: fixtures")
+
+
+def test_a_run_made_another_way_is_shown_with_its_cost_and_whether_its_rows_equal_the_runs(tmp_path):
+    """A form's rows that differ only in timings are said to equal the run's; one changed recall says they differ."""
+    import shutil
+
+    from memkit.eval.report import run_section
+
+    run = tmp_path / "run"
+    (run / "dask").mkdir(parents=True)
+    for name in ("run.json", "summary.csv", "compare.csv"):  # the committed cold run, without its own forms
+        shutil.copy(ROOT / "docs" / "results" / "beam-confirm-cold" / name, run / name)
+    form = json.loads((run / "run.json").read_text())
+    form.update(scheduler="tcp://127.0.0.1:8786", jobs=1)
+    (run / "dask" / "run.json").write_text(json.dumps(form))
+    rows = pd.read_csv(run / "summary.csv")
+    rows.assign(read_p50_ms=rows["read_p50_ms"] * 2, turns_per_s=1.0).to_csv(run / "dask" / "summary.csv", index=False)
+    page = run_section(run, "a run")
+    assert "The same run on `--scheduler tcp://127.0.0.1:8786`" in page
+    assert "its rows equal these in every column but the timings" in page
+    rows.loc[0, "evidence_recall"] += 0.01
+    rows.to_csv(run / "dask" / "summary.csv", index=False)
+    assert "its rows differ from these beyond the timings" in run_section(run, "a run")

@@ -22,7 +22,7 @@ from memkit.store.embed_cache import EmbeddingCache, cached
 from memkit.errors import ConfigError
 from memkit.eval.cores import pin_next, slots
 from memkit.eval.datasets import load
-from memkit.eval.execution import execute, processes
+from memkit.eval.execution import execute, own_peak_mb, processes
 from memkit.eval.warmup import texts_to_embed
 from memkit.eval.runner import run
 
@@ -77,15 +77,19 @@ def test_a_dask_cluster_gives_the_serial_rows(convs, serial, tmp_path):
         # running again once the run is over
         # and, one worker per core here, each worker runs on a core of its own, all of them again afterwards
         sampling = lambda: __import__("distributed").get_worker().periodic_callbacks["profile"].is_running()
-        during = [on for _, on in execute(sampling, [(i, ()) for i in range(4)], scheduler=cluster.scheduler_address)]
+        peaks: list[int] = []  # the workers are no children of this process: each says its own peak memory
+        during = [on for _, on in execute(sampling, [(i, ()) for i in range(4)], scheduler=cluster.scheduler_address,
+                                          peaks=peaks)]
         placed = [got for _, got in execute(where_it_runs, [(i, ()) for i in range(8)], scheduler=cluster.scheduler_address)]
         with Client(cluster) as client:
             after = client.run(lambda dask_worker: dask_worker.periodic_callbacks["profile"].is_running())
             cores_after = client.run(lambda: sorted(os.sched_getaffinity(0)))
+            now = max(client.run(own_peak_mb).values())
     same(results, r)
     texts = texts_to_embed([(cv, s, [200]) for cv in convs for s in STRATEGIES], 128)
     assert texts and cached(shared_embedder(), cache).missing(texts) == []
     assert during == [False] * 4
+    assert len(peaks) == 1 and 100 < peaks[0] <= now  # a worker that ran the bench holds far more than 100 MB
     assert len(after) == 2 and all(after.values())
     assert_one_core_each(placed)
     assert all(c == sorted(os.sched_getaffinity(0)) for c in cores_after.values())
@@ -273,3 +277,12 @@ def test_a_conversations_rows_do_not_depend_on_what_the_process_ran_before():
     first = rows("chat05")
     rows("chat04")  # another conversation's store writes to the process's Chroma in between
     assert rows("chat05") == first
+
+
+def test_a_runs_cost_takes_its_workers_peak_memory_from_them_when_they_say_it():
+    from memkit.eval.runner import costed
+
+    cost: dict = {}
+    with costed(3, cost) as c:
+        c["workers_peak_mb"] = 1234  # what run_jobs records from a Dask cluster's workers
+    assert cost["peak_rss_mb"]["largest_worker"] == 1234 and "workers_peak_mb" not in cost

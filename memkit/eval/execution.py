@@ -162,16 +162,17 @@ def run_jobs(todo: Sequence[Job], where: Any, run: RunSpec, jobs: int = 1, sched
     shards = warmup.shards([todo[i] for i in pending], spec, run.options, 64 if scheduler else jobs * 8) \
         if spec is not None and spec.embed_cache and one_machine and pending else []
     with processes(jobs if not scheduler and pending else 1, recycle) as pool:  # one pool for the warm-up and the jobs
+        peaks: list[int] | None = [] if scheduler and cost is not None else None
         if shards:
             for _ in _bar(execute(warmup.warm_job, [(i, (spec, shard, threads)) for i, shard in enumerate(shards)],
-                                  jobs, scheduler, pool=pool), len(shards), "embed", "shard", progress):
+                                  jobs, scheduler, pool=pool, peaks=peaks), len(shards), "embed", "shard", progress):
                 pass
         if cost is not None:
             cost.update(embedded=sum(map(len, shards)), warm_up_s=time.perf_counter() - warming)
         bar = _bar(None, len(todo), "bench", "job", progress, initial=len(todo) - len(pending))
         started, turns, workers = time.perf_counter(), 0, {}
         for i, (result, worker) in execute(fn, [(i, (spec, todo[i], run, threads)) for i in pending], jobs,
-                                           scheduler, spec, pool):
+                                           scheduler, spec, pool, peaks):
             done[i] = result
             if parts:
                 parts.write(i, todo[i], result)
@@ -185,7 +186,18 @@ def run_jobs(todo: Sequence[Job], where: Any, run: RunSpec, jobs: int = 1, sched
                 bar.update(1)
     if bar is not None:
         bar.close()
+    if peaks:
+        cost["workers_peak_mb"] = max(peaks)  # type: ignore[index]
     return [done[i] for i in range(len(todo))]
+
+
+def own_peak_mb() -> int:
+    """This process's peak resident set in MB (0 where the platform does not say)."""
+    try:
+        import resource
+    except ImportError:
+        return 0
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (1 << 20 if sys.platform == "darwin" else 1 << 10))
 
 
 def run_conversation_on(store: Any, job: Job, run: RunSpec) -> Any:
@@ -276,12 +288,14 @@ class Workers:
 
 
 def execute(fn: Callable[..., Any], calls: Sequence[tuple[int, tuple]], jobs: int = 1,
-            scheduler: str | None = None, spec: StoreSpec | None = None, pool: Workers | None = None) -> Iterator[tuple[int, Any]]:
+            scheduler: str | None = None, spec: StoreSpec | None = None, pool: Workers | None = None,
+            peaks: list[int] | None = None) -> Iterator[tuple[int, Any]]:
     """Run ``fn(*args)`` for each ``(index, args)``; yield ``(index, result)`` as each finishes: here, in
     ``jobs`` spawned processes (``pool``'s, or new ones that end with the calls), or on the Dask cluster at
-    ``scheduler`` (whose workers then close their store for ``spec``)."""
+    ``scheduler`` (whose workers then close their store for ``spec``, and add their largest peak memory, in MB,
+    to ``peaks``)."""
     if scheduler:
-        yield from _on_dask(fn, calls, scheduler, spec)
+        yield from _on_dask(fn, calls, scheduler, spec, peaks)
     elif jobs > 1:
         with ExitStack() as stack:
             if pool is None:
@@ -297,7 +311,7 @@ def execute(fn: Callable[..., Any], calls: Sequence[tuple[int, tuple]], jobs: in
 
 
 def _on_dask(fn: Callable[..., Any], calls: Sequence[tuple[int, tuple]], scheduler: str,
-             spec: StoreSpec | None) -> Iterator[tuple[int, Any]]:
+             spec: StoreSpec | None, peaks: list[int] | None = None) -> Iterator[tuple[int, Any]]:
     try:
         from distributed import Client, as_completed
     except ImportError:
@@ -319,6 +333,8 @@ def _on_dask(fn: Callable[..., Any], calls: Sequence[tuple[int, tuple]], schedul
             client.cancel(list(futures))
             if spec is not None:
                 client.run(close_stores, spec)
+            if peaks is not None:  # the workers are no children of this process: each says its own
+                peaks.append(max(client.run(own_peak_mb).values(), default=0))
             client.unregister_worker_plugin(BenchWorker.name)
 
 

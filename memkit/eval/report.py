@@ -89,7 +89,8 @@ def run_section(folder: Path, title: str) -> str:
         f"--budget {','.join(map(str, budgets))}  # from run.json")
     out = [f"## {title}", "", "```bash", command, "```", "",
            f"{run['conversations']} conversations, {int(probes)} questions with evidence or an answer "
-           f"({run['format']}); files: `{folder.as_posix()}`.", "", *cost_line(run), recall_table(summary), ""]
+           f"({run['format']}); files: `{folder.as_posix()}`.", "", *cost_line(run), *other_forms(folder, summary),
+           recall_table(summary), ""]
     compare = folder / "compare.csv"
     strategies = list(dict.fromkeys(summary["strategy"]))
     ours = next((s for s in strategies if s.startswith("two-layer")), None)
@@ -101,19 +102,36 @@ def run_section(folder: Path, title: str) -> str:
     return "\n".join(out)
 
 
-def cost_line(run: dict) -> list[str]:
+def cost_line(run: dict, subject: str = "The run") -> list[str]:
     """What the run cost, from run.json's ``cost`` (``runner.costed``; none for runs before it was kept)."""
     cost = run.get("cost")
     if not cost:
         return []
     peak = cost.get("peak_rss_mb") or {"main": 0, "largest_worker": 0}
     workers = f", {run['jobs']} processes" if run.get("jobs", 1) > 1 and not run.get("scheduler") else ""
-    return [f"The run took {cost['seconds'] / 60:.1f} min ({cost['seconds_per_conversation']:.0f} s a conversation"
+    return [f"{subject} took {cost['seconds'] / 60:.1f} min ({cost['seconds_per_conversation']:.0f} s a conversation"
             f"{workers}), of which {cost['warm_up_s'] / 60:.1f} min in its warm-up, which embedded the "
             f"{cost['embedded']:,} texts the embedding cache lacked"
             + (f"; peak memory {peak['main']:,} MB in the main process" if peak["main"] else "")
             + (f" and {peak['largest_worker']:,} MB in the largest worker" if peak["largest_worker"] else "")
             + ".", ""]
+
+
+def other_forms(folder: Path, summary: pd.DataFrame) -> list[str]:
+    """The same run made another way (``folder/<form>/``: its run.json and summary.csv, e.g. on a Dask cluster):
+    what it cost, and whether its rows equal the run's in every column but the timings."""
+    out = []
+    for sub in sorted(p.parent for p in folder.glob("*/run.json")):
+        run = json.loads((sub / "run.json").read_text("utf-8"))
+        rows = pd.read_csv(sub / "summary.csv")
+        kept = [c for c in summary.columns if not (c.endswith("_ms") or c == "turns_per_s")]
+        same = list(rows.columns) == list(summary.columns) and rows[kept].equals(summary[kept])
+        how = f"on `--scheduler {run['scheduler']}`" if run.get("scheduler") else f"as `{run.get('command', '?')}`"
+        line = cost_line(run, f"The same run {how} (files: `{sub.as_posix()}`)")
+        if line:
+            out += [line[0][:-1] + ("; its rows equal these in every column but the timings." if same else
+                                    "; its rows differ from these beyond the timings."), ""]
+    return out
 
 
 def options_section(csv: Path, title: str) -> str:

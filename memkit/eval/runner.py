@@ -88,14 +88,18 @@ def run_spec(conversations: Sequence[Conversation], spec: RunSpec, store: FactSt
 def costed(conversations: int, cost: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """What the run in the block cost, into ``cost`` (give it to ``run_spec``) when the block ends: its seconds
     in all and per conversation, the warm-up's (``embedded`` texts; 0 with a warm cache), and the peak memory
-    (resident set) of this process and of the largest process it started and waited for (the ``jobs``
-    workers, a local Dask cluster's; 0 when the jobs ran here or on another machine)."""
+    (resident set) of this process and of its largest worker: the largest process it started and waited for
+    (the ``jobs`` workers), or on a Dask cluster the largest its workers say (``execution.run_jobs``)."""
     started = time.perf_counter()
     yield cost
     seconds = round(time.perf_counter() - started, 1)  # per conversation from the figure the file keeps
+    peak = _peak_rss_mb()
+    workers = cost.pop("workers_peak_mb", None)
+    if peak is not None and workers is not None:
+        peak["largest_worker"] = workers
     cost.update(seconds=seconds, seconds_per_conversation=round(seconds / max(conversations, 1), 1),
                 warm_up_s=round(cost.get("warm_up_s", 0.0), 1), embedded=cost.get("embedded", 0),
-                peak_rss_mb=_peak_rss_mb())
+                peak_rss_mb=peak)
 
 
 def _peak_rss_mb() -> dict[str, int] | None:
