@@ -191,13 +191,16 @@ def run_jobs(todo: Sequence[Job], where: Any, run: RunSpec, jobs: int = 1, sched
     return [done[i] for i in range(len(todo))]
 
 
-def own_peak_mb() -> int:
-    """This process's peak resident set in MB (0 where the platform does not say)."""
+def own_peak_mb(children: bool = False) -> int:
+    """This process's peak resident set in MB, or with ``children`` its largest waited-for child's (0 where the
+    platform does not say)."""
     try:
         import resource
     except ImportError:
         return 0
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (1 << 20 if sys.platform == "darwin" else 1 << 10))
+    # ru_maxrss is bytes on macOS, kilobytes on Linux
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF)
+    return round(usage.ru_maxrss / (1 << 20 if sys.platform == "darwin" else 1 << 10))
 
 
 def run_conversation_on(store: Any, job: Job, run: RunSpec) -> Any:

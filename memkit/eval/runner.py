@@ -104,13 +104,11 @@ def costed(conversations: int, cost: dict[str, Any]) -> Iterator[dict[str, Any]]
 
 def _peak_rss_mb() -> dict[str, int] | None:
     """The peak resident set of this process and of its largest waited-for child, in MB (None on Windows)."""
-    try:
-        import resource
-    except ImportError:
+    from .execution import own_peak_mb
+
+    if sys.platform == "win32":
         return None
-    unit = 1 << 20 if sys.platform == "darwin" else 1 << 10  # ru_maxrss is bytes on macOS, kilobytes on Linux
-    mb = lambda who: round(resource.getrusage(who).ru_maxrss * unit / (1 << 20))  # noqa: E731
-    return {"main": mb(resource.RUSAGE_SELF), "largest_worker": mb(resource.RUSAGE_CHILDREN)}
+    return {"main": own_peak_mb(), "largest_worker": own_peak_mb(children=True)}
 
 
 def _check_run(jobs: int, recycle: int) -> None:
