@@ -548,10 +548,11 @@ def _children(pid: int) -> list[int]:
 
 
 def _ends(pid: int) -> bool:
-    """Whether process ``pid`` ends (gone, or a zombie left for init to reap) within ten seconds."""
+    """Whether process ``pid`` ends (gone, or a zombie left for init to reap) within a minute: an orphan never
+    does, and a child still importing on a loaded machine can take more than ten seconds to."""
     import time
 
-    for _ in range(100):
+    for _ in range(600):
         try:
             if "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]:
                 return True
