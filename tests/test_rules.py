@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from memkit import RuleExtractor
@@ -142,3 +144,33 @@ def test_a_changed_value_replaces_the_old_one_under_the_keyed_policy():
         [fact] = m.store.get("u", where={"key": "user.snack_budget"})
         assert fact.value == "$65" and "$65" in fact.text
         assert "UPDATE" in [e.kind.value for e in m.store.history("u", fact.id)]  # the old value was replaced
+
+
+@pytest.mark.parametrize("text,fact", [
+    # a question that opens with a statement: the statement is read, and only it is the fact
+    ("I prefer simple, minimal dependencies, how can I keep my Flask app small?",
+     "User prefers simple, minimal dependencies."),
+    # a statement followed by a request, without a question mark
+    ("I prefer automated deployments over manual ones, can you help me set up the pipeline.",
+     "User prefers automated deployments over manual ones."),
+    ("I'm vegetarian, so what should I cook tonight.", "User is vegetarian."),
+])
+def test_a_statement_before_a_request_is_read_without_the_request(text, fact):
+    assert fact in [c.text for c in X.extract(text)]
+    assert not [c for c in X.extract(text) if re.search(r"\b(how|can you|what should)\b", c.text)]
+
+
+@pytest.mark.parametrize("text", ["Can you suggest a recipe, I prefer something quick?",
+                                  "What do you think, is it worth it?", "How are you, any plans for the weekend?"])
+def test_a_question_that_states_nothing_of_the_speaker_gives_no_fact(text):
+    assert X.extract(text) == []
+
+
+def test_a_statement_that_goes_on_after_a_comma_stays_whole():
+    from memkit.write.statements import statement_of
+
+    # "which", "is", "when" go on with the statement in a sentence that asks nothing
+    for s in ("I live in Lyon, which I love.", "My sister is a nurse, is that not great.",
+              "I run in the mornings, when it is cool."):
+        assert statement_of(s) == s
+    assert statement_of("I use Python, can you review this.") == "I use Python"

@@ -15,6 +15,7 @@ from typing import Callable, Iterator
 from .. import registry
 from . import updates
 from .instructions import STANDING, instruction
+from .statements import statement_of
 from ..types import Candidate
 
 LANGUAGES = {"python": "Python", "go": "Go", "golang": "Go", "rust": "Rust", "java": "Java",
@@ -352,11 +353,8 @@ class RuleExtractor:
         found: dict[str | None, Candidate] = {}
         loose: list[Candidate] = []
         for sentence in dict.fromkeys(x.strip() for x in SENT_SPLIT.split(text or "")):  # each distinct sentence once
+            sentence = statement_of(sentence)  # the words before it asks (a question that states nothing: "")
             low = sentence.lower()
-            if sentence.endswith(("?", "？")):  # a question; a changed value it opens with is still said
-                lead = updates.stated_before(sentence)
-                found.update({c.key: replace(c, source=tuple(source)) for c in changed_value(lead, lead.lower()) if c.key not in found})
-                continue
             if len(sentence) < 4 or re.match(r"^(if|when|what if|maybe|如果)\b", low):
                 continue
             texts: set[str] = set()

@@ -65,16 +65,3 @@ def changed_value(s: str, third_person: Callable[[str], str], slug: Callable[[st
         yield Candidate(third_person(said[0].upper() + said[1:]), key=f"user.{slug(' '.join(words))}",
                         value=value.strip(), importance=0.5)
         return
-
-
-ASKED = re.compile(r",\s+(?:(?:so|and|but)\s+)?(?:can|could|would|will|should|do|does|is|are|how|what|which|where|when|"
-                   r"why|any)\b", re.I)
-
-
-def stated_before(question: str) -> str:
-    """The statement a question sentence opens with ("I've adjusted the budget to $450, can you help me plan
-    it?" -> "I've adjusted the budget to $450"), or "" when it opens with none: a first-person clause before
-    the first clause that asks."""
-    lead = ASKED.split(question.strip(), maxsplit=1)[0].rstrip("?？ ")
-    return lead if lead != question.strip().rstrip("?？ ") and re.match(r"^(?:i|i'm|i've|we|we've|my|our)\b", lead, re.I) \
-        else ""
