@@ -279,6 +279,26 @@ def test_a_conversations_rows_do_not_depend_on_what_the_process_ran_before():
     assert rows("chat05") == first
 
 
+def test_a_conversations_ids_do_not_depend_on_the_budgets_it_is_asked_at(convs):
+    """Ties between items of equal score go by id, so ids drawn by budget list made a run at 400 tokens and one
+    at 100 and 400 differ at 400 (docs/decisions.md, "The cold run with four passages' vectors")."""
+    from memkit.eval.conversation import run_conversation, scoped
+
+    def ids(budgets):
+        store = FactStore.ephemeral(shared_embedder())
+        try:
+            conv = scoped(convs[0], "two-layer:keyed")
+            found, _ = run_conversation(conv, "two-layer:keyed", budgets, 5, store, per_turn_tokens=False)
+            return sorted(f.id for f in store.get(conv.user_id)), [r for r in found if r["budget"] == 400]
+        finally:
+            store.close()
+
+    (one, at_400), (two, both) = ids([400]), ids([100, 400])
+    assert one and one == two
+    assert [{k: v for k, v in r.items() if k != "read_ms"} for r in at_400] == \
+        [{k: v for k, v in r.items() if k != "read_ms"} for r in both]
+
+
 def test_a_runs_cost_takes_its_workers_peak_memory_from_them_when_they_say_it():
     from memkit.eval.runner import costed
 

@@ -27,7 +27,7 @@ def run_conversation(conv: Conversation, strategy: str, budget: int | Sequence[i
     every budget; the others (``summary``) are fed once per budget by ``run``.
     """
     budgets = [budget] if isinstance(budget, int) else list(budget)
-    with reproducible_ids(f"{conv.id}|{strategy}|{budgets}"):
+    with reproducible_ids(f"{conv.id}|{strategy}"):  # not by budgets: a run at 400 and one at 100,400 agree at 400
         return _run_conversation(conv, strategy, budgets, k, store, per_turn_tokens, judge_model, **memory_options)
 
 
