@@ -87,9 +87,10 @@ def run_section(folder: Path, title: str) -> str:
     command = run.get("command") or (  # runs before memkit recorded its command: what run.json says they ran
         f"memkit bench --data '{run['data']}' --format {run['format']} --strategy {','.join(run['strategies'])} "
         f"--budget {','.join(map(str, budgets))}  # from run.json")
+    cost = cost_line(run)[:1]  # in the paragraph that says what the run holds
     out = [f"## {title}", "", "```bash", command, "```", "",
-           f"{run['conversations']} conversations, {int(probes)} questions with evidence or an answer "
-           f"({run['format']}); files: `{folder.as_posix()}`.", "", *cost_line(run), *other_forms(folder, summary),
+           " ".join([f"{run['conversations']} conversations, {int(probes)} questions with evidence or an answer "
+                     f"({run['format']}); files: `{folder.as_posix()}`.", *cost]), "", *other_forms(folder, summary),
            recall_table(summary), ""]
     compare = folder / "compare.csv"
     strategies = list(dict.fromkeys(summary["strategy"]))

@@ -1,1 +1,1 @@
-python scripts/measure_layers.py --data '../shared/devdata/realtalk/Chat_[6-9]_*.json' '../shared/devdata/realtalk/Chat_10_*.json' --format realtalk --name realtalk-confirm --jobs 1 --embed-cache /work/cache/embeddings.sqlite3 --out docs/results/layers
+python scripts/measure_layers.py --data '../shared/devdata/realtalk/Chat_[6-9]_*.json' '../shared/devdata/realtalk/Chat_10_*.json' --format realtalk --name realtalk-confirm --jobs 2 --out docs/results/layers

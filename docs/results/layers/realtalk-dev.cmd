@@ -1,1 +1,1 @@
-python scripts/measure_layers.py --data '../shared/devdata/realtalk/Chat_[1-5]_*.json' --format realtalk --name realtalk-dev --jobs 1 --embed-cache /work/cache/embeddings.sqlite3 --out docs/results/layers
+python scripts/measure_layers.py --data '../shared/devdata/realtalk/Chat_[1-5]_*.json' --format realtalk --name realtalk-dev --jobs 2 --out docs/results/layers
