@@ -128,6 +128,33 @@ class Settings:
                               api_key=self.llm.api_key, timeout=self.timeout, max_retries=self.max_retries,
                               max_tokens=self.max_tokens, stream=self.stream)
 
+    def required_chat_model(self, what: str) -> Any:
+        """``chat_model()``, which ``what`` needs: ``ConfigError`` when no endpoint is configured."""
+        model = self.chat_model()
+        if model is None:
+            raise ConfigError(f"{what} {'needs' if what == '--judge' else 'need'} a chat model: set "
+                              "MEMKIT_LLM_BASE_URL and MEMKIT_LLM_MODEL")
+        return model
+
+    def components(self, strategies: list[str], extractor: str = "rules",
+                   summarizer: str = "extractive") -> dict[str, Any]:
+        """The memory options of a bench run for ``extractor`` and ``summarizer`` by name (none for the rules
+        and the extractive summarizer), and the chat model when they or a strategy need it."""
+        options: dict[str, Any] = {}
+        # what runs on the configured model: the llm policy, and the extractor and summarizer when named so
+        on_model = [s for s in strategies if registry.needs_model("strategy", s)] + \
+            [f"--{kind} {name}" for kind, name in (("extractor", extractor), ("summarizer", summarizer))
+             if registry.needs_model(kind, name)]
+        model = None
+        if on_model:
+            model = options["chat_model"] = self.required_chat_model(" and ".join(on_model))
+        if extractor != "rules" or summarizer != "extractive":
+            # one registry builds both: a name another package registered works too
+            for kind, name in (("extractor", extractor), ("summarizer", summarizer)):
+                options[kind] = registry.build(kind, name, **({"model": model} if registry.needs_model(kind, name)
+                                                              else {}))
+        return options
+
     def embedder(self) -> Any:
         """The configured embedder: an OpenAI-compatible one, or the process's one offline embedder
         (``registry.shared``, MiniLM unless ``MEMKIT_EMBEDDER`` names another); behind the embedding

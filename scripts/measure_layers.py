@@ -20,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from memkit.eval import layers
+from memkit.config import Settings
 from memkit.eval.datasets import expand, load
 
 
@@ -36,13 +37,21 @@ def main() -> None:
     ap.add_argument("--rows", default=None, help="also write the per-probe rows to this CSV")
     ap.add_argument("--jobs", type=int, default=1, help="processes, as memkit bench --jobs")
     ap.add_argument("--embed-cache", default=None, help="an embedding-cache file, as memkit bench --embed-cache")
+    ap.add_argument("--limit", type=int, default=None, help="only the first N conversations, as memkit bench --limit")
+    ap.add_argument("--extractor", default="rules",
+                    help="the write path's extractor, as memkit bench --extractor. Another than the rules names the "
+                         "variants '<variant> (<extractor> facts)', to be tabled beside a rules run's rows with "
+                         "--from-rows; a model's (llm, on MEMKIT_LLM_*) runs in this process (--jobs 1)")
     args = ap.parse_args()
     if args.from_rows:
         rows = pd.concat([pd.read_csv(f) for f in args.from_rows], ignore_index=True)
     elif args.data:
-        convs = [c for p in expand(args.data) for c in load(p, args.format)]
+        convs = [c for p in expand(args.data) for c in load(p, args.format)][: args.limit]
         budgets = [int(b) for b in args.budget.split(",")]
-        rows = layers.measure(convs, budgets, args.variant, jobs=args.jobs, embed_cache=args.embed_cache)
+        rows = layers.measure(convs, budgets, args.variant, jobs=args.jobs, embed_cache=args.embed_cache,
+                              **Settings.from_env().components([], args.extractor))
+        if args.extractor != "rules":
+            rows["strategy"] += f" ({args.extractor} facts)"
     else:
         ap.error("give --data (a new run) or --from-rows (a run's rows)")
     if args.rows and not args.from_rows:

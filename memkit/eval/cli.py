@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..config import offline_embedder
+from ..config import Settings, offline_embedder
 from ..validate import out_dir
 from .data import SUITES
 from .datasets import FORMATS
@@ -64,7 +64,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     paths, fmt, convs = _conversations(args)
     args.embedder = args.embedder or offline_embedder()  # the flag, else MEMKIT_EMBEDDER, else minilm
     strategies = [s.strip() for given in args.strategy or DEFAULT_STRATEGIES for s in given.split(",") if s.strip()]
-    judge_model = _chat_model("--judge") if args.judge else None
+    judge_model = Settings.from_env().required_chat_model("--judge") if args.judge else None
     options = _memory_options(args, strategies)
     budgets = _budgets(args.budget)
     spec = RunSpec(tuple(strategies), tuple(budgets), args.k, not args.no_turn_tokens, judge_model, args.embedder,
@@ -121,35 +121,11 @@ def _conversations(args: argparse.Namespace) -> tuple[list[str], str, list]:
     return paths, fmt, convs
 
 
-def _chat_model(what: str) -> Any:
-    """The configured chat model (``MEMKIT_LLM_*``), which ``what`` needs; ``ConfigError`` when none is."""
-    from ..config import Settings
-    from ..errors import ConfigError
-
-    model = Settings.from_env().chat_model()
-    if model is None:
-        raise ConfigError(f"{what} {'needs' if what == '--judge' else 'need'} a chat model: set MEMKIT_LLM_BASE_URL "
-                          "and MEMKIT_LLM_MODEL")
-    return model
-
-
 def _memory_options(args: argparse.Namespace, strategies: list[str]) -> dict[str, Any]:
     """What the strategies' memories are built with: the profile's tokens, the floor, and the extractor,
     summarizer and chat model when a strategy or ``--extractor``/``--summarizer`` names one that needs it."""
-    from .. import registry
-
-    options: dict[str, Any] = {"profile_tokens": args.profile_tokens}
-    # what runs on the configured model: the llm policy, and the extractor and summarizer when named so
-    on_model = [s for s in strategies if registry.needs_model("strategy", s)] + \
-        [f"--{kind} {name}" for kind, name in (("extractor", args.extractor), ("summarizer", args.summarizer))
-         if registry.needs_model(kind, name)]
-    model = None
-    if on_model:
-        model = options["chat_model"] = _chat_model(" and ".join(on_model))
-    if args.extractor != "rules" or args.summarizer != "extractive":
-        # one registry builds both (memkit/registry.py): a name another package registered works too
-        for kind, name in (("extractor", args.extractor), ("summarizer", args.summarizer)):
-            options[kind] = registry.build(kind, name, **({"model": model} if registry.needs_model(kind, name) else {}))
+    options: dict[str, Any] = {"profile_tokens": args.profile_tokens,
+                               **Settings.from_env().components(strategies, args.extractor, args.summarizer)}
     if args.floor is not None:
         options["min_score"] = args.floor
     if args.dense_passages:
