@@ -24,7 +24,8 @@ runs ``memkit bench`` on a suite with gold operations instead, twice with ``two-
 measures what the facts add on real conversations with each extractor (``scripts/measure_layers.py``): two-layer
 memory with the rules' facts and without facts, then with the model's facts (``two-layer (llm facts)``), on the
 first ``--limit`` conversations, and writes the table of both beside each other (``layers.csv``, each variant
-against two-layer memory with the rules' facts) and the rows it is made of.
+against two-layer memory with the rules' facts), the rows it is made of (``rules-rows.csv``, ``llm-rows.csv``) and
+``run.cmd``; ``layers.cmd`` is the model's run of scripts/measure_layers.py.
 """
 
 from __future__ import annotations

@@ -519,3 +519,43 @@ def test_a_run_made_another_way_is_shown_with_its_cost_and_whether_its_rows_equa
     rows.loc[0, "evidence_recall"] += 0.01
     rows.to_csv(run / "dask" / "summary.csv", index=False)
     assert "its rows differ from these beyond the timings" in run_section(run, "a run")
+
+
+def test_the_layer_table_takes_a_models_facts_beside_the_rules(tmp_path):
+    """scripts/measure_layers.py --extractor llm: two-layer memory with the configured model's facts (the remote
+    model stood in for at the HTTP level), named apart, so that --from-rows tables it against the rules' run."""
+    import os
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from fake_openai import FakeOpenAI
+
+    script = [sys.executable, str(ROOT / "scripts" / "measure_layers.py"), "--data", str(DATA / "beam"), "--format",
+              "beam", "--budget", "400", "--out", str(tmp_path)]
+    offline = {k: v for k, v in os.environ.items() if not k.startswith(("MEMKIT_LLM_", "OPENAI_"))}
+    r = subprocess.run([*script, "--name", "rules", "--variant", "two-layer", "--variant", "without facts", "--rows",
+                        str(tmp_path / "rules-rows.csv")], capture_output=True, text=True, timeout=600, env=offline)
+    assert r.returncode == 0, r.stderr
+    with FakeOpenAI() as fake:  # every reply: no facts
+        r = subprocess.run([*script, "--name", "llm", "--variant", "two-layer", "--extractor", "llm", "--rows",
+                            str(tmp_path / "llm-rows.csv")], capture_output=True, text=True, timeout=600,
+                           env={**offline, "MEMKIT_LLM_BASE_URL": fake.base_url, "MEMKIT_LLM_MODEL": "fake"})
+        asked = [q for q in fake.requests if q["path"].endswith("/chat/completions")]
+    assert r.returncode == 0, r.stderr
+    users = sum(t.role == "user" for c in load(DATA / "beam") for s in c.sessions for t in s.turns)
+    assert len(asked) == users  # the model read every user turn, once
+    rules, llm = pd.read_csv(tmp_path / "rules-rows.csv"), pd.read_csv(tmp_path / "llm-rows.csv")
+    assert set(llm["strategy"]) == {"two-layer (llm facts)"}
+    # a model that reads no fact leaves two-layer memory what it is without facts: the same context, probe by probe
+    key = ["conversation", "probe"]
+    off = rules[rules["strategy"] == "without facts"].set_index(key)["context_tokens"]
+    assert llm.set_index(key)["context_tokens"].equals(off)
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "measure_layers.py"), "--from-rows",
+                        str(tmp_path / "rules-rows.csv"), str(tmp_path / "llm-rows.csv"), "--name", "both", "--out",
+                        str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    t = pd.read_csv(tmp_path / "both.csv").set_index(["variant", "type"])
+    model, full = t.loc[("two-layer (llm facts)", "all")], t.loc[("two-layer", "all")]
+    assert model["evidence_recall_diff"] == pytest.approx(model["evidence_recall"] - full["evidence_recall"])
+    r = subprocess.run([*script, "--name", "x", "--extractor", "llm"], capture_output=True, text=True, timeout=300,
+                       env=offline)
+    assert r.returncode == 1 and "MEMKIT_LLM_BASE_URL" in r.stderr and not (tmp_path / "x.csv").exists()

@@ -1,0 +1,1 @@
+python scripts/measure_layers.py --data ../shared/devdata/beam/100K --limit 3 --name layers --out docs/results/model-layers --format beam --variant two-layer --extractor llm --rows docs/results/model-layers/llm-rows.csv
