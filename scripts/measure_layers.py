@@ -19,8 +19,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from memkit.eval import layers
 from memkit.config import Settings
+from memkit.errors import MemkitError
+from memkit.eval import layers
+from memkit.eval.cli import positive
 from memkit.eval.datasets import expand, load
 
 
@@ -37,7 +39,8 @@ def main() -> None:
     ap.add_argument("--rows", default=None, help="also write the per-probe rows to this CSV")
     ap.add_argument("--jobs", type=int, default=1, help="processes, as memkit bench --jobs")
     ap.add_argument("--embed-cache", default=None, help="an embedding-cache file, as memkit bench --embed-cache")
-    ap.add_argument("--limit", type=int, default=None, help="only the first N conversations, as memkit bench --limit")
+    ap.add_argument("--limit", type=positive, default=None,
+                    help="only the first N conversations, as memkit bench --limit")
     ap.add_argument("--extractor", default="rules",
                     help="the write path's extractor, as memkit bench --extractor. Another than the rules names the "
                          "variants '<variant> (<extractor> facts)', to be tabled beside a rules run's rows with "
@@ -67,4 +70,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except MemkitError as e:  # a bad option or input: its named error, not a traceback
+        sys.exit(f"measure_layers.py: {type(e).__name__}: {e}")

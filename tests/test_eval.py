@@ -556,6 +556,9 @@ def test_the_layer_table_takes_a_models_facts_beside_the_rules(tmp_path):
     t = pd.read_csv(tmp_path / "both.csv").set_index(["variant", "type"])
     model, full = t.loc[("two-layer (llm facts)", "all")], t.loc[("two-layer", "all")]
     assert model["evidence_recall_diff"] == pytest.approx(model["evidence_recall"] - full["evidence_recall"])
-    r = subprocess.run([*script, "--name", "x", "--extractor", "llm"], capture_output=True, text=True, timeout=300,
-                       env=offline)
-    assert r.returncode == 1 and "MEMKIT_LLM_BASE_URL" in r.stderr and not (tmp_path / "x.csv").exists()
+    for wrong, said in ((["--extractor", "llm"], "ConfigError: --extractor llm need a chat model"),
+                        (["--extractor", "nosuch"], "ConfigError: unknown extractor 'nosuch'"),
+                        (["--limit", "0"], "argument --limit: must be at least 1")):
+        r = subprocess.run([*script, "--name", "x", *wrong], capture_output=True, text=True, timeout=300, env=offline)
+        assert r.returncode in (1, 2) and said in r.stderr and "Traceback" not in r.stderr, r.stderr
+        assert not (tmp_path / "x.csv").exists()
