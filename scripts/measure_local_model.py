@@ -18,7 +18,7 @@ runs ``memkit bench`` on a suite with gold operations instead, twice with ``two-
 (``--extractor rules``) and the model behind the same server (``--extractor llm``), each into its own folder
 (``rules/``, ``llm/``); docs/benchmarks.md shows their operations side by side.
 
-    python scripts/measure_local_model.py --layers ../shared/devdata/beam/100K --format beam --limit 1 \
+    python scripts/measure_local_model.py --layers ../shared/devdata/beam/100K --format beam --limit 3 \
         --out docs/results/model-layers
 
 measures what the facts add on real conversations with each extractor (``scripts/measure_layers.py``): two-layer
@@ -44,6 +44,7 @@ import pandas as pd
 
 from memkit import FactStore, Memory
 from memkit.config import Settings
+from memkit.eval.cli import positive
 from memkit.eval.model_run import CONVERSATION, outcomes, play, written_twice
 from memkit.write.path import EXTRACT_ATTEMPTS
 from memkit.models.server import LlamaServer
@@ -58,7 +59,7 @@ def main() -> None:
     ap.add_argument("--policy", default="llm", help="the conflict policy (default: llm)")
     ap.add_argument("--turns", type=int, default=len(CONVERSATION), help="play only the first N turns")
     ap.add_argument("--suite", help="run memkit bench on this suite with the rules and with the model instead")
-    ap.add_argument("--limit", type=int, default=1, help="with --suite or --layers: the first N conversations")
+    ap.add_argument("--limit", type=positive, default=1, help="with --suite or --layers: the first N conversations")
     ap.add_argument("--layers", nargs="+", help="real conversations: what the facts add with the rules' and the "
                                                 "model's, as scripts/measure_layers.py measures it")
     ap.add_argument("--format", default=None, help="with --layers: their format (as memkit bench --format)")
@@ -128,14 +129,15 @@ def layers(data: list[str], fmt: str | None, limit: int, out: Path) -> None:
     """The layer table's full two-layer memory and its variant without facts with the rules, then two-layer
     memory with the model's facts behind a fresh server (in this process: a chat model runs in no worker), and
     the table of all three rows' sets (``layers.csv``)."""
-    measure = [sys.executable, "scripts/measure_layers.py", "--data", *data, "--limit", str(limit),
+    script = str(Path(__file__).with_name("measure_layers.py"))  # beside this one, from any working folder
+    measure = [sys.executable, script, "--data", *data, "--limit", str(limit),
                "--name", "layers", "--out", str(out), *(["--format", fmt] if fmt else [])]
     subprocess.run([*measure, "--variant", "two-layer", "--variant", "without facts",
                     "--rows", str(out / "rules-rows.csv")], check=True)
     with tempfile.TemporaryDirectory() as tmp, LlamaServer(log=Path(tmp) / "server.log") as server:
         subprocess.run([*measure, "--variant", "two-layer", "--extractor", "llm", "--rows", str(out / "llm-rows.csv")],
                        check=True, env={**os.environ, **server.env()})
-    subprocess.run([sys.executable, "scripts/measure_layers.py", "--from-rows", str(out / "rules-rows.csv"),
+    subprocess.run([sys.executable, script, "--from-rows", str(out / "rules-rows.csv"),
                     str(out / "llm-rows.csv"), "--name", "layers", "--out", str(out)], check=True)
     (out / "run.cmd").write_text(shlex.join(["python", "scripts/measure_local_model.py", *sys.argv[1:]]) + "\n")
 
