@@ -22,7 +22,7 @@ import pandas as pd
 from memkit.config import Settings
 from memkit.errors import MemkitError
 from memkit.eval import layers
-from memkit.eval.cli import positive
+from memkit.eval.cli import embed_cache_file, positive
 from memkit.eval.datasets import expand, load
 
 
@@ -38,7 +38,8 @@ def main() -> None:
     ap.add_argument("--out", default="docs/results/layers")
     ap.add_argument("--rows", default=None, help="also write the per-probe rows to this CSV")
     ap.add_argument("--jobs", type=int, default=1, help="processes, as memkit bench --jobs")
-    ap.add_argument("--embed-cache", default=None, help="an embedding-cache file, as memkit bench --embed-cache")
+    ap.add_argument("--embed-cache", default="", type=embed_cache_file,
+                    help="an embedding-cache file or 'off', as memkit bench --embed-cache (default: its default file)")
     ap.add_argument("--limit", type=positive, default=None,
                     help="only the first N conversations, as memkit bench --limit")
     ap.add_argument("--extractor", default="rules",

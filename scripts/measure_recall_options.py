@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from memkit.eval.cli import embed_cache_file
 from memkit.eval.data import write_suite
 from memkit.eval.datasets import expand, load
 from memkit.eval.runner import run
@@ -159,7 +160,8 @@ def main() -> None:
     ap.add_argument("--real", action="store_true", help="run the variants measured on the real dev splits (REAL)")
     ap.add_argument("--out", default="results/recall-options")
     ap.add_argument("--jobs", type=int, default=1, help="processes, as memkit bench --jobs")
-    ap.add_argument("--embed-cache", default=None, help="an embedding-cache file, as memkit bench --embed-cache")
+    ap.add_argument("--embed-cache", default="", type=embed_cache_file,
+                    help="an embedding-cache file or 'off', as memkit bench --embed-cache (default: its default file)")
     ap.add_argument("--embedder", default="minilm", help="the offline embedder, as memkit bench --embedder")
     args = ap.parse_args()
     if args.data:

@@ -533,14 +533,18 @@ def test_the_layer_table_takes_a_models_facts_beside_the_rules(tmp_path):
               "beam", "--budget", "400", "--out", str(tmp_path)]
     offline = {k: v for k, v in os.environ.items() if not k.startswith(("MEMKIT_LLM_", "OPENAI_"))}
     r = subprocess.run([*script, "--name", "rules", "--variant", "two-layer", "--variant", "without facts", "--rows",
-                        str(tmp_path / "rules-rows.csv")], capture_output=True, text=True, timeout=600, env=offline)
+                        str(tmp_path / "rules-rows.csv")], capture_output=True, text=True, timeout=600,
+                       env={**offline, "MEMKIT_CACHE_DIR": str(tmp_path / "cache")})
     assert r.returncode == 0, r.stderr
+    assert (tmp_path / "cache" / "embeddings.sqlite3").is_file()  # memkit bench's embedding cache, by default
     with FakeOpenAI() as fake:  # every reply: no facts
         r = subprocess.run([*script, "--name", "llm", "--variant", "two-layer", "--extractor", "llm", "--rows",
-                            str(tmp_path / "llm-rows.csv")], capture_output=True, text=True, timeout=600,
-                           env={**offline, "MEMKIT_LLM_BASE_URL": fake.base_url, "MEMKIT_LLM_MODEL": "fake"})
+                            str(tmp_path / "llm-rows.csv"), "--embed-cache", "off"], capture_output=True, text=True,
+                           timeout=600, env={**offline, "MEMKIT_LLM_BASE_URL": fake.base_url, "MEMKIT_LLM_MODEL": "fake",
+                                             "MEMKIT_CACHE_DIR": str(tmp_path / "none")})
         asked = [q for q in fake.requests if q["path"].endswith("/chat/completions")]
     assert r.returncode == 0, r.stderr
+    assert not (tmp_path / "none" / "embeddings.sqlite3").exists()
     users = sum(t.role == "user" for c in load(DATA / "beam") for s in c.sessions for t in s.turns)
     assert len(asked) == users  # the model read every user turn, once
     rules, llm = pd.read_csv(tmp_path / "rules-rows.csv"), pd.read_csv(tmp_path / "llm-rows.csv")

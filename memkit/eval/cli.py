@@ -27,8 +27,9 @@ def _bench_store(where: str) -> str:
     return where
 
 
-def _embed_cache(where: str) -> str | None:
-    """``--embed-cache``: a file, ``off``, or (empty) the default file of ``memkit/store/embed_cache.py``."""
+def embed_cache_file(where: str) -> str | None:
+    """``--embed-cache`` (memkit bench's, and the measuring scripts'): a file, ``off``, or (empty) the default file of
+    ``memkit/store/embed_cache.py``."""
     from ..store.embed_cache import default_path
 
     if where == "off":
@@ -71,7 +72,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                    options)  # the run's what and how, checked here and passed down to every job
     out = out_dir(args.out)  # before the run: an unwritable folder fails at once, not after it
     store = _bench_store(args.store)
-    cache, cost = _embed_cache(args.embed_cache), {}
+    cache, cost = embed_cache_file(args.embed_cache), {}
     try:
         with costed(len(convs), cost), scheduler_address(args.scheduler) as scheduler:  # a cluster's start counts
             results, summary, confusion = run_spec(convs, spec, store, progress=True, jobs=args.jobs,
