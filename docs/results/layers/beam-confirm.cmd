@@ -1,3 +1,1 @@
-python scripts/measure_layers.py --data ../shared/devdata/beam/500K --format beam --name beam-confirm --variant two-layer --variant 'without facts' --rows /tmp/exp/l500-rows.csv --jobs 2 --embed-cache /work/cache/embeddings.sqlite3 --out docs/results/layers
-python scripts/measure_layers.py --data ../shared/devdata/beam/500K --format beam --name beam-confirm-rest --variant 'without the profile' --variant 'without episodes' --variant rag:bm25 --variant rag:dense --variant rag:hybrid --rows /tmp/exp/l500-rest.csv --jobs 2 --embed-cache /work/cache/embeddings.sqlite3 --out /tmp/exp/layers-rest
-python scripts/measure_layers.py --from-rows /tmp/exp/l500-rows.csv /tmp/exp/l500-rest.csv --name beam-confirm --out docs/results/layers
+python scripts/measure_layers.py --data ../shared/devdata/beam/500K --format beam --name beam-confirm --jobs 2 --rows /tmp/exp/l500-now-rows.csv --out docs/results/layers
