@@ -128,6 +128,28 @@ def test_a_changed_value_yields_a_fact_keyed_by_what_changed(text, key, value):
     assert value.split()[0] in found[key].text
 
 
+@pytest.mark.parametrize("text,key,fact", [
+    ("I'm trying to increase my weekly word count, and I just found out it was adjusted to 1,350 words, so how can I "
+     "make sure I meet it?", "user.weekly_word_count", "User's weekly word count was adjusted to 1,350 words."),
+    ("I've been tracking my sleep and it's improved to 6.5 hours/night since July.", "user.sleep",
+     "User's sleep was improved to 6.5 hours/night."),
+    ("I keep cutting my overtime and I've managed to get it down to 4 hours in March.", "user.overtime",
+     "User's overtime got down to 4 hours in March."),
+])
+def test_a_change_said_of_it_is_keyed_by_the_users_thing_named_before_it(text, key, fact):
+    assert [(c.key, c.text) for c in X.extract(text) if c.key == key] == [(key, fact)]
+
+
+@pytest.mark.parametrize("text", [
+    "It was moved to 5 PM.",  # what "it" is needs the turn before
+    "I love the idea and it was moved to 5 PM.",  # not a thing of the user's
+    "I want to reduce my input latency and get it down to 290ms.",  # a goal, not a change
+    "I liked my old plan, but it was changed to the new one.",  # no value with a digit
+])
+def test_a_change_said_of_it_without_a_thing_of_the_users_or_a_value_is_none(text):
+    assert not [c for c in X.extract(text) if c.key and c.value and any(ch.isdigit() for ch in c.value)]
+
+
 @pytest.mark.parametrize("text", ["Could you tell me why my budget was increased to $500?",
                                   "How would my savings have grown to $300 by now?",
                                   "I moved the meeting to Friday.", "If my budget increased to $900, what then?"])

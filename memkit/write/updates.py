@@ -11,9 +11,11 @@ A value holds a digit (an amount, a count, a date or a time): "moved the meeting
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Callable, Iterator
 
+from ..store.lexicon import STOPWORDS
 from ..types import Candidate
 
 VERB = (r"(?:improved|increased|decreased|reduced|raised|lowered|grown|risen|rose|dropped|fallen|fell|climbed|"
@@ -44,6 +46,11 @@ PATTERNS = [
     # "now I have a total of 10 cards"
     re.compile(r"\bnow\s+(?:i|we)\s+have\s+(?:a total of\s+)?(?P<value>\d[\d,.]*)\s+(?P<thing>[\w'-]+)", re.I),
 ]
+# a change said of "it" whose thing the sentence named before it: "I'm trying to increase my weekly word count,
+# and I just found out it was adjusted to 1,350 words", "I've managed to get it down to 4 hours"
+OF_IT = re.compile(rf"\b(?:it(?:'s|\s+is|\s+was|\s+has been|\s+had been|\s+has)?\s+{ADVERBS}(?P<verb>{VERB})|"
+                   rf"(?:managed to get|got|gotten|brought)\s+it\s+(?P<way>down|up))\s+to\s+{ADVERBS}{VALUE}", re.I)
+NAMED = re.compile(r"\b(?:my|our)\s+((?:[\w'-]+\s*){1,4})", re.I)  # a thing of the speaker's "it" may stand for
 # where the thing a value belongs to ends: "coverage for my API integration" is the coverage's
 THING_END = re.compile(r"\s+(?:for|of|with|in|on|from|that|which)\s+.*$", re.I)
 NOT_THINGS = {"it", "this", "that", "them", "time", "way", "number", "total", "amount"}
@@ -65,3 +72,22 @@ def changed_value(s: str, third_person: Callable[[str], str], slug: Callable[[st
         yield Candidate(third_person(said[0].upper() + said[1:]), key=f"user.{slug(' '.join(words))}",
                         value=value.strip(), importance=0.5)
         return
+    yield from _of_it(s, third_person, slug)
+
+
+def _of_it(s: str, third_person: Callable[[str], str], slug: Callable[[str], str]) -> Iterator[Candidate]:
+    """A change said of "it", keyed by the last thing of theirs the sentence named before it ("my weekly word
+    count": ``user.weekly_word_count``); none when it named none."""
+    m = OF_IT.search(s)
+    if m is None or not re.search(r"\d", m.group("value")):
+        return
+    thing: list[str] = []
+    for named in NAMED.finditer(s[:m.start()]):
+        words = list(itertools.takewhile(lambda w: w.lower() not in STOPWORDS, named.group(1).split()))
+        thing = words or thing
+    if not thing or len(thing) == 1 and thing[0].lower() in NOT_THINGS:
+        return
+    change = m.group("verb") and f"was {m.group('verb').lower()}" or f"got {m.group('way').lower()}"
+    value = m.group("value").strip()
+    yield Candidate(third_person(f"My {' '.join(thing)} {change} to {value}"), key=f"user.{slug(' '.join(thing[-3:]))}",
+                    value=value, importance=0.5)
