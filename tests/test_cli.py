@@ -256,3 +256,23 @@ def test_data_list_says_where_each_format_is_published_and_check_names_what_is_w
     assert "ok: a published release" in capsys.readouterr().out
     assert main(["data", "check", str(beam), "--format", "realtalk"]) == 2  # the wrong layout: a named error
     assert "DatasetError" in capsys.readouterr().err
+
+
+def test_an_embedding_cache_that_cannot_be_a_file_is_refused_before_a_run(tmp_path):
+    """--embed-cache names a file: a folder (or a file whose folder cannot be made) is a usage error that names
+    it, from memkit bench and the measuring scripts alike, not a warning and a run that embeds everything twice."""
+    (tmp_path / "taken").write_text("a file where the folder would be")
+    bench = [sys.executable, "-m", "memkit.cli", "bench", "--data", str(ROOT / "tests" / "data" / "beam"),
+             "--strategy", "rag:dense", "--budget", "200", "--no-turn-tokens", "--out", str(tmp_path / "out")]
+    layers = [sys.executable, str(ROOT / "scripts" / "measure_layers.py"), "--data", str(ROOT / "tests" / "data" / "beam"),
+              "--format", "beam", "--name", "x", "--variant", "rag:dense", "--out", str(tmp_path / "out")]
+    for command in (bench, layers):
+        for where, said in ((tmp_path, "is a folder; give a file in it"),
+                            (tmp_path / "taken" / "e.sqlite3", "cannot make the folder of")):
+            r = subprocess.run([*command, "--embed-cache", str(where)], capture_output=True, text=True, timeout=300)
+            assert r.returncode == 2 and said in r.stderr and "Traceback" not in r.stderr, r.stderr
+            assert not (tmp_path / "out").exists()
+    r = subprocess.run([*bench, "--embed-cache", str(tmp_path / "new" / "e.sqlite3")], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "new" / "e.sqlite3").is_file() and "CacheUnavailable" not in r.stderr

@@ -28,13 +28,23 @@ def _bench_store(where: str) -> str:
 
 
 def embed_cache_file(where: str) -> str | None:
-    """``--embed-cache`` (memkit bench's, and the measuring scripts'): a file, ``off``, or (empty) the default file of
-    ``memkit/store/embed_cache.py``."""
+    """``--embed-cache`` (memkit bench's, and the measuring scripts'; an argparse type): a file, ``off``, or
+    (empty) the default file of ``memkit/store/embed_cache.py``. A folder, or a file whose folder cannot be
+    made, is refused here: the cache would only warn and be bypassed, and the run embed everything twice."""
     from ..store.embed_cache import default_path
 
     if where == "off":
         return None
-    return where or str(default_path())
+    if not where:
+        return str(default_path())  # best effort, as the cache itself: a home it cannot write to only warns
+    path = Path(where)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{where!r} is a folder; give a file in it (e.g. {path / 'embeddings.sqlite3'})")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise argparse.ArgumentTypeError(f"cannot make the folder of {where!r}: {e.strerror or e}") from None
+    return where
 
 
 def _ctrl_c(e: BaseException | None) -> bool:
@@ -72,7 +82,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                    options)  # the run's what and how, checked here and passed down to every job
     out = out_dir(args.out)  # before the run: an unwritable folder fails at once, not after it
     store = _bench_store(args.store)
-    cache, cost = embed_cache_file(args.embed_cache), {}
+    cache, cost = args.embed_cache, {}
     try:
         with costed(len(convs), cost), scheduler_address(args.scheduler) as scheduler:  # a cluster's start counts
             results, summary, confusion = run_spec(convs, spec, store, progress=True, jobs=args.jobs,
@@ -342,7 +352,7 @@ def _register_bench(sub: argparse._SubParsersAction) -> None:
                         "(pip install 'memkit-lab[distributed]' on every machine)")
     b.add_argument("--resume", action="store_true",
                    help="skip the conversations a killed run of the same command finished (OUT/parts)")
-    b.add_argument("--embed-cache", default="", metavar="FILE",
+    b.add_argument("--embed-cache", default="", metavar="FILE", type=embed_cache_file,
                    help="embedding cache shared by runs, strategies and processes (default: "
                         "$MEMKIT_CACHE_DIR or ~/.cache/memkit/embeddings.sqlite3; 'off': none)")
     b.add_argument("--embedder", default=None, metavar="NAME",
